@@ -1,0 +1,45 @@
+# Vantage: set-up, demo, tests. Every target installs what it needs (idempotent; a no-op when done).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.vantage-installed
+# Debian packages the project needs (installed only when missing).
+DEB_PACKAGES :=
+TORCH := torch==2.14.1 torchvision==0.29.1
+DEMO_OUT ?= out/demo
+
+.PHONY: setup demo test test-slow bench clean debs
+
+setup: $(STAMP)
+
+debs:
+	@missing=""; for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then echo "installing Debian packages:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
+
+$(PY):
+	@if ! $(PYTHON) -c "import ensurepip, venv" >/dev/null 2>&1; then \
+	  echo "installing python3-venv"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv; fi
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): $(PY) pyproject.toml | debs
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q $(TORCH)
+	$(PY) -m pip install -q -e '.[test]'
+	@touch $(STAMP)
+
+demo: setup
+	$(PY) -m render.trajectory scene=bench_01 frames=50 size=256 out=$(DEMO_OUT)
+
+test: setup
+	$(PY) -m pytest -q
+
+test-slow: setup
+	$(PY) -m pytest -q -m slow
+
+bench: setup
+	$(PY) benchmarks/render.py
+
+clean:
+	rm -rf $(VENV) out .pytest_cache

@@ -1,0 +1,1 @@
+"""Models, methods, statistics and reports."""

@@ -1,0 +1,119 @@
+"""One render function for Gaussian scenes, three backends with the same rules.
+
+``splat(scene, camera, background=..., depth_limit=None, backend="auto")`` → :class:`RenderOutput`.
+
+Backends
+* ``cpu``   — numba kernel (``render/_cpu.py``): the default here; fast on a few cores.
+* ``torch`` — plain PyTorch reference (``render/_torch_impl.py``): slow, readable, the specification.
+* ``gsplat``— the CUDA renderer (``render/_gsplat.py``), chosen by ``auto`` only when CUDA works and a
+  guarded trial render succeeds. It does not support ``depth_limit`` (see ARCHITECTURE.md for the
+  compositing approach on GPU) nor median depth (returned as NaN).
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import numpy as np
+
+from scenes.gaussians import GaussianScene
+
+from .camera import Camera
+
+BACKENDS = ("auto", "cpu", "torch", "gsplat")
+
+
+@dataclasses.dataclass
+class RenderOutput:
+    """Per-pixel outputs, all float32, shape [H, W] (rgb [H, W, 3]).
+
+    * ``rgb``: composited colour C + T·background, **not** clamped (clamp to [0, 1] when writing images).
+    * ``alpha``: accumulated opacity 1 − T.
+    * ``depth``: expected camera-space depth Σ wᵢ zᵢ / Σ wᵢ (0 where alpha = 0), as gsplat's "ED".
+    * ``median_depth``: z of the Gaussian at which accumulated alpha first reaches 0.5 (inf if never).
+    * ``backend``: the backend that produced it.
+    """
+
+    rgb: np.ndarray
+    alpha: np.ndarray
+    depth: np.ndarray
+    median_depth: np.ndarray
+    backend: str
+
+    def image_uint8(self) -> np.ndarray:
+        return (np.clip(self.rgb, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
+
+
+def _background_map(background, camera: Camera) -> np.ndarray:
+    h, w = camera.height, camera.width
+    bg = np.asarray(background, dtype=np.float32)
+    if bg.shape == (3,):
+        return np.broadcast_to(bg, (h, w, 3)).copy()
+    if bg.shape == (h, w, 3):
+        return np.ascontiguousarray(bg)
+    raise ValueError(f"background must be an RGB triple or an [{h}, {w}, 3] image, got shape {list(bg.shape)}")
+
+
+@functools.lru_cache(maxsize=1)
+def gsplat_available() -> bool:
+    """True when torch sees CUDA *and* a trial gsplat render of a few Gaussians succeeds."""
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            return False
+        from ._gsplat import trial_render
+
+        trial_render()
+        return True
+    except Exception:  # noqa: BLE001 - any failure (import, JIT build, driver) means "not usable"
+        return False
+
+
+def resolve_backend(backend: str, depth_limit=None) -> str:
+    if backend not in BACKENDS:
+        raise ValueError(f"backend={backend!r} is not one of {BACKENDS}")
+    if backend == "auto":
+        return "gsplat" if depth_limit is None and gsplat_available() else "cpu"
+    if backend == "gsplat" and not gsplat_available():
+        raise RuntimeError("backend='gsplat' needs a working CUDA device and gsplat; use backend='cpu' on this machine")
+    return backend
+
+
+def splat(scene: GaussianScene, camera: Camera, background=(0.0, 0.0, 0.0), depth_limit: np.ndarray | None = None,
+          backend: str = "auto", near: float = 0.01, far: float = 1e10) -> RenderOutput:
+    """Render a Gaussian scene with the gsplat 1.5.3 "classic" rules.
+
+    Args:
+        scene: Gaussians; its ``world_transform`` (if any) is applied first.
+        camera: OpenCV pinhole camera (world-to-camera pose, pixel centres at +0.5).
+        background: RGB triple in [0, 1] or an [H, W, 3] colour map that the splats are composited over
+            (e.g. an opaque mesh rendering).
+        depth_limit: optional [H, W] camera-space z map; Gaussian i contributes to pixel p only if
+            z_i ≤ depth_limit[p] (the Unity Gaussian Splatting rule for opaque meshes). Use inf for "none".
+        backend: "auto" | "cpu" | "torch" | "gsplat".
+        near, far: z clipping planes (gsplat defaults).
+    """
+    name = resolve_backend(backend, depth_limit)
+    scene = scene.in_world()
+    bg = _background_map(background, camera)
+    if depth_limit is not None:
+        depth_limit = np.asarray(depth_limit, np.float32)
+        if depth_limit.shape != (camera.height, camera.width):
+            raise ValueError(f"depth_limit must have shape [{camera.height}, {camera.width}], got {list(depth_limit.shape)}")
+    if name == "cpu":
+        from ._cpu import render_cpu
+
+        out = render_cpu(scene, camera, bg, depth_limit, near, far)
+    elif name == "torch":
+        from ._torch_impl import render_reference
+
+        out = render_reference(scene, camera, bg, depth_limit, near, far)
+    else:
+        if depth_limit is not None:
+            raise NotImplementedError("depth_limit is not supported by the gsplat backend; use backend='cpu'")
+        from ._gsplat import render_gsplat
+
+        out = render_gsplat(scene, camera, bg, near, far)
+    rgb, alpha, depth, median = (np.asarray(o, np.float32) for o in out)
+    return RenderOutput(rgb, alpha, depth, median, name)

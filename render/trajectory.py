@@ -1,0 +1,155 @@
+"""Render a scene along its reference viewer trajectory (or along recorded cameras) to PNG frames.
+
+CLI (Hydra; configuration in ``configs/trajectory.yaml``)::
+
+    python -m render.trajectory scene=bench_01 frames=50 size=256 out=out/bench_01
+
+Output folder::
+
+    frame_0000.png …        RGB, 8-bit, clamped to [0, 1] before quantisation
+    cameras.csv / .parquet  frame, file_name, width, height, fx, fy, cx, cy, w2c_00 … w2c_33 (row-major,
+                            OpenCV world-to-camera) — enough for any tool to re-render a frame
+    run.json                the resolved configuration, scene metadata and package version
+
+Every file is written under a temporary name and renamed, so an interrupted run never leaves a
+half-written frame; re-running the same configuration renders only the missing frames.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .camera import Camera
+
+
+class OutputConflict(RuntimeError):
+    pass
+
+
+def _atomic_write_bytes(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def save_png(path: Path, rgb_uint8: np.ndarray) -> None:
+    """Write an 8-bit RGB PNG atomically."""
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(rgb_uint8).save(buf, format="PNG")
+    _atomic_write_bytes(path, buf.getvalue())
+
+
+def write_table(df, stem: Path) -> None:
+    """Write ``df`` as ``<stem>.csv`` and ``<stem>.parquet``, each atomically."""
+    for ext in (".csv", ".parquet"):
+        final = stem.with_suffix(ext)
+        tmp = final.with_name(f".{final.name}.tmp{os.getpid()}")
+        if ext == ".csv":
+            df.to_csv(tmp, index=False)
+        else:
+            df.to_parquet(tmp, index=False)
+        os.replace(tmp, final)
+
+
+def read_cameras(path: str | os.PathLike) -> list[Camera]:
+    """Cameras from a ``cameras.csv``/``.parquet`` written by this module (or any tool using its columns)."""
+    import pandas as pd
+
+    path = str(path)
+    df = pd.read_parquet(path) if path.endswith(".parquet") else pd.read_csv(path)
+    need = ["width", "height", "fx", "fy", "cx", "cy"] + [f"w2c_{i}{j}" for i in range(4) for j in range(4)]
+    missing = [c for c in need if c not in df.columns]
+    if missing:
+        raise ValueError(f"{path}: camera columns missing: {missing}")
+    cams = []
+    for i, row in df.iterrows():
+        try:
+            cams.append(Camera.from_row(row))
+        except ValueError as e:
+            raise ValueError(f"{path}: row {i}: {e}") from e
+    return cams
+
+
+def render_trajectory(scene: str = "bench_01", out: str | os.PathLike = "out/trajectory", frames: int = 50,
+                      size: int = 256, seed: int = 0, fov_deg: float | None = None, backend: str = "auto",
+                      background: tuple[float, float, float] | None = None, cameras: str | None = None,
+                      overwrite: bool = False, progress: bool = True) -> Path:
+    """Render ``scene`` along its reference trajectory; returns the output folder. See module docstring."""
+    import dataclasses
+
+    import pandas as pd
+    from tqdm import tqdm
+
+    from scenes.scene import load_scene
+
+    from . import splat
+
+    if frames < 1 or size < 1:
+        raise ValueError(f"frames and size must be positive, got frames={frames}, size={size}")
+    sc = load_scene(str(scene), seed=seed)
+    if cameras:
+        cams = read_cameras(cameras)
+    else:
+        traj = sc.trajectory if fov_deg is None else dataclasses.replace(sc.trajectory, fov_deg=float(fov_deg))
+        cams = traj.cameras(frames, size, size)
+    bg = tuple(map(float, background)) if background is not None else tuple(sc.background)
+    config: dict[str, Any] = {"scene": str(scene), "seed": seed, "frames": len(cams), "size": size,
+                              "fov_deg": fov_deg, "background": list(bg), "cameras": cameras}
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    run_file = out / "run.json"
+    if run_file.exists():
+        previous = json.loads(run_file.read_text()).get("config")
+        if previous != config:
+            if not overwrite:
+                raise OutputConflict(
+                    f"{out}: holds frames made with a different configuration ({previous}); "
+                    "choose another out= or pass overwrite=true"
+                )
+            for p in out.glob("frame_*.png"):
+                p.unlink()
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        pkg_version = version("vantage")
+    except PackageNotFoundError:
+        pkg_version = "unknown"
+    run = {"config": config, "backend": backend, "scene_metadata": sc.metadata,
+           "trajectory": sc.trajectory.to_dict(), "vantage_version": pkg_version}
+    _atomic_write_bytes(run_file, json.dumps(run, indent=2, default=str).encode())
+
+    names = [f"frame_{i:04d}.png" for i in range(len(cams))]
+    todo = [i for i, n in enumerate(names) if not (out / n).exists()]
+    for i in tqdm(todo, desc=f"render {sc.name}", unit="frame", disable=not progress):
+        img = splat(sc.gaussians, cams[i], background=bg, backend=backend)
+        save_png(out / names[i], img.image_uint8())
+    from scenes.trajectory import cameras_table
+
+    write_table(cameras_table(cams, names), out / "cameras")
+    del pd
+    return out
+
+
+def main() -> None:
+    import hydra
+    from omegaconf import OmegaConf
+
+    @hydra.main(version_base=None, config_path="pkg://configs", config_name="trajectory")
+    def _run(cfg) -> None:
+        kw = OmegaConf.to_container(cfg, resolve=True)
+        out = render_trajectory(**kw)
+        print(f"wrote {kw['frames'] if not kw.get('cameras') else 'recorded'} frames and cameras.csv to {out}")
+
+    _run()
+
+
+if __name__ == "__main__":
+    main()

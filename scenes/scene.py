@@ -1,0 +1,99 @@
+"""A renderable scene: Gaussians plus what the tasks need around them.
+
+``Scene`` is what every consumer (trajectory CLI, props and labels, dataset builders) receives, whether
+it came from the procedural catalogue or from a file:
+
+* ``gaussians``  — the splats (:class:`~scenes.gaussians.GaussianScene`).
+* ``trajectory`` — the reference viewer trajectory (:class:`~scenes.trajectory.OrbitTrajectory`).
+* ``background`` — RGB in [0, 1] behind everything.
+* ``meshes``     — exact source geometry by role ("object", "ground", "backdrop") for procedural
+  scenes; empty for scenes loaded from files (a proxy mesh is built from the Gaussians instead).
+* ``metadata``   — JSON-serialisable facts (catalogue name, category, instance, seed, source file).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .gaussians import GaussianScene, SceneError
+from .trajectory import OrbitTrajectory
+
+
+@dataclasses.dataclass
+class Scene:
+    name: str
+    gaussians: GaussianScene
+    trajectory: OrbitTrajectory
+    background: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    meshes: dict[str, Any] = dataclasses.field(default_factory=dict)
+    metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def object_bounds(self) -> np.ndarray:
+        """[[xmin, ymin, zmin], [xmax, ymax, zmax]] of the central object (m)."""
+        if "object" in self.meshes:
+            return np.asarray(self.meshes["object"].bounds)
+        b = self.metadata.get("object_bounds")
+        if b is None:
+            raise SceneError(f"{self.name}: object bounds unknown (no object mesh and no 'object_bounds' metadata)")
+        return np.asarray(b, float)
+
+    def collision_mesh(self):
+        """All exact geometry as one trimesh (procedural scenes only)."""
+        import trimesh
+
+        if not self.meshes:
+            raise SceneError(f"{self.name}: no exact meshes (scene loaded from a file)")
+        return trimesh.util.concatenate(list(self.meshes.values()))
+
+    def sidecar(self) -> dict[str, Any]:
+        """What a ``.ply`` cannot hold: trajectory, background, object bounds, metadata."""
+        meta = dict(self.metadata)
+        if "object" in self.meshes:
+            meta["object_bounds"] = np.asarray(self.meshes["object"].bounds).tolist()
+        return {"name": self.name, "trajectory": self.trajectory.to_dict(), "background": list(self.background),
+                "metadata": meta}
+
+
+def default_orbit(means: np.ndarray, opacities: np.ndarray | None = None) -> OrbitTrajectory:
+    """A reference orbit for a scene with no recorded path: around the opacity-weighted centre of the
+    central 50% of Gaussians, at 2.5× their spread, +z up."""
+    pts = np.asarray(means, float)
+    if opacities is not None:
+        pts = pts[np.asarray(opacities) > 0.5] if (np.asarray(opacities) > 0.5).sum() > 10 else pts
+    lo, hi = np.percentile(pts, 25, axis=0), np.percentile(pts, 75, axis=0)
+    centre = np.median(pts, axis=0)
+    spread = float(max(np.max(hi - lo), 1e-3))
+    return OrbitTrajectory(target=tuple(map(float, centre)), radius=2.5 * spread,
+                           height=float(centre[2] + 1.0 * spread), radius_amp=0.0, height_amp=0.0)
+
+
+def load_scene(spec: str, seed: int = 0) -> Scene:
+    """Resolve ``spec``: a catalogue name (``bench_01``) or a path to a ``.ply`` / gsplat ``.pt`` file.
+
+    A file may have a JSON sidecar ``<file>.json`` (written by ``scenes.export``) with the reference
+    trajectory and background; otherwise an orbit around the Gaussians is used (:func:`default_orbit`).
+    """
+    from .ply import load_scene_file
+
+    if os.path.sep in spec or spec.endswith((".ply", ".pt", ".pth", ".ckpt")) or os.path.exists(spec):
+        gaussians = load_scene_file(spec)
+        side = Path(str(spec) + ".json")
+        if side.exists():
+            try:
+                info = json.loads(side.read_text())
+                traj = OrbitTrajectory(**{k: tuple(v) if isinstance(v, list) else v for k, v in info["trajectory"].items()})
+            except (KeyError, TypeError, ValueError) as e:
+                raise SceneError(f"{side}: malformed scene sidecar ({type(e).__name__}: {e})") from e
+            return Scene(info.get("name", Path(spec).stem), gaussians, traj, tuple(info.get("background", (0, 0, 0))),
+                         metadata={**info.get("metadata", {}), "file": str(spec)})
+        g = gaussians.in_world()
+        return Scene(Path(spec).stem, gaussians, default_orbit(g.means, g.opacities), metadata={"file": str(spec)})
+    from .catalogue import build
+
+    return build(spec, seed)

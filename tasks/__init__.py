@@ -1,0 +1,1 @@
+"""Stimulus sets and their labels (3D-PC builders, 2D generators)."""
