@@ -182,7 +182,7 @@ def build(name: str, seed: int = 0) -> Scene:
 
     gaussians = parts_to_gaussians(parts + env, rng, light_dir=light, shadow_fn=shadow, source=f"catalogue:{name}")
     lo, hi = obj.bounds
-    extent = float(np.max(hi[:2] - lo[:2]))
+    extent = float(max(np.max(hi[:2] - lo[:2]), hi[2] - lo[2]))
     centre = ((lo + hi) / 2).tolist()
     target = (centre[0], centre[1], float(min(centre[2], 0.6)))
     traj = OrbitTrajectory(

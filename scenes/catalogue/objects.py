@@ -145,7 +145,8 @@ def chair(rng):
         for sy in (-1, 1):
             parts.append(Part(cylinder(leg_r, seat_h, [sx * (w / 2 - 0.06), sy * (d / 2 - 0.06), seat_h / 2]), wood, name="leg"))
         parts.append(Part(box([0.06, 0.06, back_h], [sx * (w / 2 - 0.05), d / 2 - 0.04, seat_h + back_h / 2]), wood, name="post"))
-    parts.append(Part(box([w - 0.06, 0.05, back_h * 0.55], [0, d / 2 - 0.04, seat_h + back_h * 0.65]), cushion, name="backrest"))
+    parts.append(Part(box([w - 0.06, 0.06, back_h * 0.85], [0, d / 2 - 0.04, seat_h + back_h * 0.5]), cushion, name="backrest"))
+    parts.append(Part(box([w - 0.04, d - 0.04, 0.12], [0, 0, seat_h - 0.09]), wood, name="apron"))
     return parts
 
 
@@ -298,27 +299,25 @@ def suitcase(rng):
 
 @register("umbrella")
 def umbrella(rng):
-    """An open umbrella resting on the ground, canopy tilted towards the viewer's side."""
+    """An open umbrella resting on the ground on its canopy rim, shaft and handle sticking up."""
     R = rng.uniform(0.75, 0.9)
-    ch = R * rng.uniform(0.45, 0.55)
-    cols = [pick(rng, PAINT), pick(rng, PAINT)]
+    ch = R * rng.uniform(0.55, 0.7)
+    i, j = rng.choice(len(PAINT), 2, replace=False)
+    cols = [np.asarray(PAINT[i]), np.asarray(PAINT[j])]
     canopy = trimesh.creation.cone(radius=R, height=ch, sections=64)
-    keep = canopy.face_normals[:, 2] > -0.99  # drop the base cap: a canopy is an open shell
-    canopy.update_faces(keep)
+    canopy.update_faces(canopy.face_normals[:, 2] > -0.99)  # drop the base cap: a canopy is an open shell
     canopy.remove_unreferenced_vertices()
     n_seg = 8
-
-    def canopy_color(p, n, _c=cols, _tilt=None):
-        # colour alternates by panel around the (tilted) shaft axis
-        q = (p - origin) @ basis
-        ang = np.arctan2(q[:, 1], q[:, 0])
-        seg = np.floor((ang + math.pi) / (2 * math.pi) * n_seg).astype(int) % 2
-        return np.where(seg[:, None] == 0, np.asarray(_c[0]), np.asarray(_c[1]))
-
-    shaft = cylinder(0.015, R * 1.6, [0, 0, R * 0.8 - 0.25])
-    handle = torus(0.06, 0.018, [0.06, 0, -0.25 - 0.0], axis="y")
-    tilt = rot(rng.uniform(55, 70), [1, 0, 0]) @ rot(rng.uniform(-30, 30), [0, 0, 1])
-    pieces = [canopy, shaft, handle]
+    ribs = []
+    for k in range(n_seg):
+        a = 2 * math.pi * (k + 0.5) / n_seg
+        rib = trimesh.creation.cylinder(radius=0.012, segment=[[0, 0, ch], [R * math.cos(a), R * math.sin(a), 0]], sections=8)
+        ribs.append(rib)
+    shaft = cylinder(0.015, R * 1.5, [0, 0, ch - R * 0.75 + 0.1])
+    handle = torus(0.06, 0.018, [0.06, 0, ch - R * 1.5 + 0.1], axis="y")
+    tip = cylinder(0.02, 0.12, [0, 0, ch + 0.06])
+    tilt = rot(rng.uniform(35, 55), [1, 0, 0]) @ rot(rng.uniform(0, 360), [0, 0, 1])
+    pieces = [canopy, shaft, handle, tip, *ribs]
     for m in pieces:
         m.apply_transform(tilt)
     lift = -min(m.bounds[0, 2] for m in pieces)
@@ -326,6 +325,16 @@ def umbrella(rng):
         m.apply_translation([0, 0, lift])
     origin = np.array([0, 0, lift])
     basis = tilt[:3, :3]
+
+    def canopy_color(p, n):
+        # colour alternates by panel around the (tilted) shaft axis
+        q = (p - origin) @ basis
+        seg = np.floor((np.arctan2(q[:, 1], q[:, 0]) + math.pi) / (2 * math.pi) * n_seg).astype(int) % 2
+        return np.where(seg[:, None] == 0, cols[0], cols[1])
+
+    rib = trimesh.util.concatenate(ribs)
     return [Part(canopy, canopy_color, two_sided=True, name="canopy", spacing=0.01),
+            Part(rib, (0.15, 0.15, 0.16), name="ribs", spacing=0.006),
             Part(shaft, (0.2, 0.2, 0.22), name="shaft"),
+            Part(tip, (0.2, 0.2, 0.22), name="tip"),
             Part(handle, pick(rng, WOOD), name="handle")]
