@@ -152,11 +152,19 @@ def _backdrop() -> trimesh.Trimesh:
 
 
 @functools.lru_cache(maxsize=8)
-def build(name: str, seed: int = 0) -> Scene:
-    """Build catalogue scene ``name`` (e.g. ``"bench_01"``); deterministic in (name, seed)."""
+def build(name: str, seed: int = 0, density: float = 1.0) -> Scene:
+    """Build catalogue scene ``name`` (e.g. ``"bench_01"``); deterministic in (name, seed, density).
+
+    ``density`` multiplies the number of Gaussians per square metre (1.0 ≈ 200-270k Gaussians, dense
+    enough for 256×256; use more for larger images). Results are cached per process: treat the
+    returned scene as read-only.
+    """
+    if not density > 0:
+        raise SceneError(f"density must be > 0, got {density}")
     category, instance = parse_name(name)
     rng = np.random.default_rng([seed, CATEGORIES.index(category), instance])
     parts = OBJECTS[category](rng)
+    spacing_scale = 1.0 / math.sqrt(density)
     # random yaw so that instances of a category face different ways
     yaw = trimesh.transformations.rotation_matrix(rng.uniform(0, 2 * math.pi), [0, 0, 1])
     for p in parts:
@@ -180,6 +188,8 @@ def build(name: str, seed: int = 0) -> Scene:
         hit = intersector.intersects_any(origins, np.tile(light, (len(points), 1)))
         return np.where(hit, 0.0, 1.0)
 
+    for p in parts + env:
+        p.spacing *= spacing_scale
     gaussians = parts_to_gaussians(parts + env, rng, light_dir=light, shadow_fn=shadow, source=f"catalogue:{name}")
     lo, hi = obj.bounds
     extent = float(max(np.max(hi[:2] - lo[:2]), hi[2] - lo[2]))
@@ -197,5 +207,6 @@ def build(name: str, seed: int = 0) -> Scene:
         phase_h=float(rng.uniform(0, 2 * math.pi)),
     )
     meshes = {"object": obj, "ground": trimesh.util.concatenate([ground_in, ground_out]), "backdrop": backdrop}
-    meta = {"catalogue": name, "category": category, "instance": instance, "seed": seed, "ground": ground_kind}
+    meta = {"catalogue": name, "category": category, "instance": instance, "seed": seed, "density": density,
+            "ground": ground_kind}
     return Scene(name, gaussians, traj, SKY, meshes, meta)
