@@ -4,8 +4,8 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.vantage-installed
-# Debian packages the project needs (installed only when missing).
-DEB_PACKAGES :=
+# Debian packages the project needs (installed only when missing): Mesa's software EGL for pyrender.
+DEB_PACKAGES := libegl1 libgl1 libegl-mesa0 libgl1-mesa-dri
 TORCH := torch==2.14.1 torchvision==0.29.1
 DEMO_OUT ?= out/demo
 

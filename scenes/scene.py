@@ -32,6 +32,19 @@ class Scene:
     background: tuple[float, float, float] = (0.0, 0.0, 0.0)
     meshes: dict[str, Any] = dataclasses.field(default_factory=dict)
     metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
+    _occluders: Any = dataclasses.field(default=None, init=False, repr=False, compare=False)
+
+    def occluders(self):
+        """Geometry for line-of-sight ray casting: the exact meshes, or (scenes from files) a proxy mesh
+        built from the Gaussians and cached next to the file (see scenes/proxy.py)."""
+        if self._occluders is None:
+            if self.meshes:
+                self._occluders = self.collision_mesh()
+            else:
+                from .proxy import proxy_mesh_for
+
+                self._occluders = proxy_mesh_for(self)
+        return self._occluders
 
     @property
     def object_bounds(self) -> np.ndarray:

@@ -70,3 +70,47 @@ def test_export_list_and_bad_scene(tmp_path):
     assert r.returncode == 0 and len(r.stdout.split()) == 40
     r = run("render.trajectory", "scene=bench_09", "frames=1", "size=16", "out=x", cwd=tmp_path)
     assert r.returncode != 0 and "unknown catalogue scene 'bench_09'" in r.stderr
+
+
+def test_trajectory_with_props_writes_labels(tmp_path):
+    r = run("render.trajectory", "scene=hydrant_03", "props=explicit", "props.observer.position=[1.2,0.0]",
+            "props.observer.yaw_deg=180", "props.target.position=[-1.0,0.2]", "frames=6", "size=96", "out=lab",
+            cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "lab"
+    df = pd.read_parquet(out / "labels.parquet")
+    assert len(df) == 6 and (df.file_name == [f"frame_{i:04d}.png" for i in range(6)]).all()
+    for col in ["frame", "file_name", "fx", "w2c_23", "observer_x", "observer_yaw_deg", "observer_size", "ball_x",
+                "ball_size", "visible_fraction_raycast", "visible_fraction_render", "depth_gap", "vpt_label",
+                "vpt_reason", "depth_label", "depth_reason", "ball_visible_fraction", "keep", "drop_reason",
+                "label_rule_version", "seed"]:
+        assert col in df.columns, col
+    assert str(df.vpt_label.dtype) == "Int8" and str(df.keep.dtype) == "boolean"
+    # Hydrant between observer and ball: occluded, confirmed by the render check.
+    assert (df.vpt_label == 0).all() and (df.vpt_reason == "occluded").all()
+    assert df.visible_fraction_raycast.iloc[0] == 0.0
+    csv = pd.read_csv(out / "labels.csv")
+    assert len(csv) == 6
+    run_info = json.loads((out / "run.json").read_text())
+    assert run_info["label_rules"]["version"] == df.label_rule_version.iloc[0]
+    # An independent recomputation of the depth label from the recorded poses.
+    from scenes.props import Observer, Target
+    from tasks.labels import depth_order
+
+    row = df.iloc[3]
+    cam = Camera.from_row(row)
+    obs = Observer((row.observer_x, row.observer_y, row.observer_z), row.observer_yaw_deg, size=row.observer_size)
+    ball = Target((row.ball_x, row.ball_y, row.ball_z), size=row.ball_size)
+    d = depth_order(cam.center, obs, ball)
+    assert d["depth_gap"] == pytest.approx(row.depth_gap) and (d["depth_label"] is None) == pd.isna(row.depth_label)
+
+
+def test_trajectory_with_sampled_props_resumes(tmp_path):
+    kw = dict(frames=4, size=64, progress=False, props={"mode": "sample", "outcome": "visible", "seed": 5})
+    out = render_trajectory("bench_03", tmp_path / "s", **kw)
+    first = pd.read_parquet(out / "labels.parquet")
+    (out / "frame_0002.png").unlink()
+    render_trajectory("bench_03", tmp_path / "s", **kw)
+    again = pd.read_parquet(out / "labels.parquet")
+    pd.testing.assert_frame_equal(first, again)
+    assert (first.vpt_label == 1).all()

@@ -1,0 +1,214 @@
+"""The 3D-PC props: an observer (the green camera) and a target (the red ball), as trimesh meshes.
+
+Conventions
+* Positions in world metres (+z up). Props rest on the ground by default (``position[2]`` is the
+  height of the prop's centre).
+* The observer's viewing direction is given by ``yaw_deg`` (azimuth from +x towards +y) and
+  ``pitch_deg`` (elevation, positive up). Its *eye* — where line of sight is measured from — is the
+  centre of the lens's front face.
+* ``size`` is the observer's body width and the target's diameter (edge length for a cube), in metres.
+
+Shapes and colours are options so that shortcut controls are possible: ``shape="arrow"`` for the
+observer (an arrow pointing in the viewing direction), ``shape="cube"`` for the target, any RGB.
+Meshes carry vertex colours with Lambert shading from the scene light baked in (same light as the
+catalogue scenes), so that they render identically in any renderer.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import trimesh
+
+GREEN = (0.1, 0.75, 0.15)
+RED = (0.85, 0.08, 0.06)
+LIGHT_DIR = (0.45, -0.35, 0.82)
+AMBIENT = 0.45
+ARROW_SCALE = 1.6
+
+
+def _rotation(yaw_deg: float, pitch_deg: float) -> np.ndarray:
+    """Rotation taking local +x (forward), +y (left), +z (up) to the world viewing frame."""
+    yaw, pitch = math.radians(yaw_deg), math.radians(pitch_deg)
+    fwd = np.array([math.cos(pitch) * math.cos(yaw), math.cos(pitch) * math.sin(yaw), math.sin(pitch)])
+    left = np.array([-math.sin(yaw), math.cos(yaw), 0.0])
+    up = np.cross(fwd, left)
+    return np.stack([fwd, left, up], axis=1)
+
+
+def shade_vertices(mesh: trimesh.Trimesh, rgb, light_dir=LIGHT_DIR, ambient: float = AMBIENT) -> trimesh.Trimesh:
+    """Bake Lambert shading into per-vertex colours (uint8 RGBA)."""
+    light = np.asarray(light_dir, float)
+    light /= np.linalg.norm(light)
+    shade = ambient + (1 - ambient) * np.clip(mesh.vertex_normals @ light, 0, None)
+    col = np.clip(np.asarray(rgb, float)[None, :] * shade[:, None], 0, 1)
+    rgba = np.concatenate([np.round(col * 255), np.full((len(col), 1), 255)], 1).astype(np.uint8)
+    mesh.visual = trimesh.visual.ColorVisuals(mesh, vertex_colors=rgba)
+    return mesh
+
+
+@dataclasses.dataclass(frozen=True)
+class Observer:
+    """The green camera (or arrow): an observer with a position, a viewing direction and a field of view."""
+
+    position: tuple[float, float, float]
+    yaw_deg: float
+    pitch_deg: float = 0.0
+    size: float = 0.24
+    color: tuple[float, float, float] = GREEN
+    shape: str = "camera"
+    fov_deg: float = 60.0
+
+    def __post_init__(self):
+        if self.shape not in ("camera", "arrow"):
+            raise ValueError(f"observer shape={self.shape!r}; one of 'camera', 'arrow'")
+        if not self.size > 0 or not 0 < self.fov_deg < 180:
+            raise ValueError(f"observer size must be > 0 and fov_deg in (0, 180); got {self.size}, {self.fov_deg}")
+
+    @property
+    def rotation(self) -> np.ndarray:
+        return _rotation(self.yaw_deg, self.pitch_deg)
+
+    @property
+    def forward(self) -> np.ndarray:
+        return self.rotation[:, 0]
+
+    @property
+    def eye(self) -> np.ndarray:
+        """Centre of the lens front (camera) or the arrow tip: the point line of sight starts from."""
+        return np.asarray(self.position, float) + self.forward * self._front_offset()
+
+    def _front_offset(self) -> float:
+        s = self.size
+        return 0.5 * 0.6 * s + 0.4 * s if self.shape == "camera" else 0.6 * ARROW_SCALE * s
+
+    def camera(self, width: int, height: int, look_at=None, fov_deg: float | None = None):
+        """A pinhole camera at the eye, looking forward (or at ``look_at``)."""
+        from render.camera import Camera
+
+        target = self.eye + self.forward if look_at is None else np.asarray(look_at, float)
+        up = (0.0, 0.0, 1.0)
+        if abs(np.dot((target - self.eye) / np.linalg.norm(target - self.eye), up)) > 0.999:
+            up = tuple(self.rotation[:, 2])
+        return Camera.from_fov(width, height, fov_deg or self.fov_deg).looking_at(self.eye, target, up)
+
+    def mesh(self) -> trimesh.Trimesh:
+        s = self.size
+        if self.shape == "camera":
+            # body (depth 0.6 s along forward, width s, height 0.65 s), lens barrel 0.4 s long in front,
+            # a viewfinder hump on top: the barrel makes the viewing direction obvious from any side.
+            body = trimesh.creation.box(extents=[0.6 * s, s, 0.65 * s])
+            lens = trimesh.creation.cylinder(radius=0.22 * s, height=0.4 * s, sections=32)
+            lens.apply_transform(trimesh.transformations.rotation_matrix(math.pi / 2, [0, 1, 0]))
+            lens.apply_translation([0.3 * s + 0.2 * s, 0, 0])
+            ring = trimesh.creation.cylinder(radius=0.25 * s, height=0.06 * s, sections=32)
+            ring.apply_transform(trimesh.transformations.rotation_matrix(math.pi / 2, [0, 1, 0]))
+            ring.apply_translation([0.3 * s + 0.37 * s, 0, 0])
+            hump = trimesh.creation.box(extents=[0.3 * s, 0.3 * s, 0.15 * s])
+            hump.apply_translation([0, 0, 0.4 * s])
+            parts = [shade_vertices(m, self.color) for m in (body, lens, hump)]
+            parts.append(shade_vertices(ring, np.asarray(self.color) * 0.5))
+        else:
+            s = ARROW_SCALE * s  # an arrow as long as 1.6 body widths reads at the same distance
+            shaft = trimesh.creation.cylinder(radius=0.08 * s, height=0.7 * s, sections=24)
+            shaft.apply_transform(trimesh.transformations.rotation_matrix(math.pi / 2, [0, 1, 0]))
+            shaft.apply_translation([-0.25 * s, 0, 0])
+            head = trimesh.creation.cone(radius=0.22 * s, height=0.5 * s, sections=24)
+            head.apply_transform(trimesh.transformations.rotation_matrix(math.pi / 2, [0, 1, 0]))
+            head.apply_translation([0.1 * s, 0, 0])
+            parts = [shade_vertices(m, self.color) for m in (shaft, head)]
+        m = trimesh.util.concatenate(parts)
+        t = np.eye(4)
+        t[:3, :3] = self.rotation
+        t[:3, 3] = self.position
+        m.apply_transform(t)
+        return m
+
+    def base_offset(self) -> float:
+        """Height of ``position`` above the prop's lowest point when level: rest it on the ground at z = this."""
+        return 0.325 * self.size if self.shape == "camera" else 0.22 * ARROW_SCALE * self.size
+
+    def bounding_radius(self) -> float:
+        """Bounding radius around ``position`` (for collision checks)."""
+        return float(np.linalg.norm(self.mesh().vertices - np.asarray(self.position), axis=1).max())
+
+    def to_row(self, prefix: str = "observer_") -> dict:
+        x, y, z = map(float, self.position)
+        return {f"{prefix}x": x, f"{prefix}y": y, f"{prefix}z": z, f"{prefix}yaw_deg": float(self.yaw_deg),
+                f"{prefix}pitch_deg": float(self.pitch_deg), f"{prefix}size": float(self.size),
+                f"{prefix}fov_deg": float(self.fov_deg), f"{prefix}shape": self.shape}
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """The red ball (or cube). ``size`` is the diameter (cube: edge length), metres."""
+
+    position: tuple[float, float, float]
+    size: float = 0.18
+    color: tuple[float, float, float] = RED
+    shape: str = "ball"
+
+    def __post_init__(self):
+        if self.shape not in ("ball", "cube"):
+            raise ValueError(f"target shape={self.shape!r}; one of 'ball', 'cube'")
+        if not self.size > 0:
+            raise ValueError(f"target size must be > 0, got {self.size}")
+
+    @property
+    def center(self) -> np.ndarray:
+        return np.asarray(self.position, float)
+
+    @property
+    def bounding_radius(self) -> float:
+        return self.size / 2 if self.shape == "ball" else self.size * math.sqrt(3) / 2
+
+    def mesh(self) -> trimesh.Trimesh:
+        if self.shape == "ball":
+            m = trimesh.creation.icosphere(subdivisions=4, radius=self.size / 2)
+        else:
+            m = trimesh.creation.box(extents=[self.size] * 3)
+        m = shade_vertices(m, self.color)
+        m.apply_translation(self.position)
+        return m
+
+    def facing_points(self, eye: np.ndarray, n: int = 256, seed: int = 0) -> np.ndarray:
+        """Points on the target surface facing ``eye``, spread uniformly over its silhouette as seen from
+        ``eye`` (so each point stands for an equal share of the target's image area)."""
+        eye = np.asarray(eye, float)
+        c = self.center
+        view = c - eye
+        dist = np.linalg.norm(view)
+        view /= dist
+        helper = np.array([0, 0, 1.0]) if abs(view[2]) < 0.9 else np.array([1.0, 0, 0])
+        a = np.cross(view, helper)
+        a /= np.linalg.norm(a)
+        b = np.cross(view, a)
+        # deterministic low-discrepancy disc (Vogel spiral), shrunk slightly so rays hit the front face
+        k = np.arange(n) + 0.5
+        r = np.sqrt(k / n) * 0.97
+        phi = k * math.pi * (3 - math.sqrt(5)) + seed
+        if self.shape == "ball":
+            rad = self.size / 2
+            off = (r * np.cos(phi))[:, None] * a + (r * np.sin(phi))[:, None] * b
+            depth = np.sqrt(np.clip(1 - r**2, 0, None))[:, None]
+            return c + rad * (off - depth * view)
+        # cube: cast a denser spiral over the bounding disc, keep the rays that hit the cube (its true
+        # silhouette) and take an even subset of them (spiral order is uniform in area)
+        mesh = trimesh.creation.box(extents=[self.size] * 3)
+        mesh.apply_translation(c)
+        m = 4 * n
+        k = np.arange(m) + 0.5
+        r = np.sqrt(k / m)
+        phi = k * math.pi * (3 - math.sqrt(5)) + seed
+        targets = c + self.bounding_radius * ((r * np.cos(phi))[:, None] * a + (r * np.sin(phi))[:, None] * b)
+        dirs = targets - eye
+        dirs /= np.linalg.norm(dirs, axis=1, keepdims=True)
+        locs, idx, _ = mesh.ray.intersects_location(np.tile(eye, (m, 1)), dirs, multiple_hits=False)
+        hits = locs[np.argsort(idx)]
+        return hits[np.linspace(0, len(hits) - 1, n).round().astype(int)]
+
+    def to_row(self, prefix: str = "ball_") -> dict:
+        x, y, z = map(float, self.position)
+        return {f"{prefix}x": x, f"{prefix}y": y, f"{prefix}z": z, f"{prefix}size": float(self.size),
+                f"{prefix}shape": self.shape}

@@ -1,0 +1,217 @@
+"""3D-PC labels: visual perspective taking (VPT), depth order and viewer visibility.
+
+Every function is pure and returns the label *and* the numbers behind it, so that each label in a
+dataset can be audited. Polarity (the same everywhere in Vantage):
+
+* ``vpt_label``:   1 = the observer (green camera) can see the target (red ball), 0 = it cannot,
+  ``None`` = ambiguous (dropped). ``vpt_reason`` ∈ {visible, occluded, out_of_view, partial, disagree}.
+* ``depth_label``: 1 = the target is further from the viewer than the observer, 0 = nearer,
+  ``None`` = ambiguous (relative gap below ``depth_gap_min``). ``depth_reason`` ∈ {ordered, ambiguous}.
+
+VPT is decided twice, independently: by ray casting against the exact scene geometry (meshes) and by
+rendering the splats from the observer's eye. A label is kept only when both agree.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+LABEL_RULE_VERSION = "1.0"
+
+
+@dataclasses.dataclass(frozen=True)
+class LabelRules:
+    """Thresholds behind every label (recorded with each dataset via ``LABEL_RULE_VERSION`` and values).
+
+    vpt_visible_min:  visible fraction ≥ this (and target in view) → visible (1).
+    vpt_hidden_max:   visible fraction ≤ this → not visible (0, occluded); in between → partial (dropped).
+    depth_gap_min:    |d_ball − d_observer| / mean(d) below this → ambiguous depth (dropped).
+    prop_visible_min: a prop whose visible fraction in the viewer's image is below this → frame dropped.
+    prop_in_image_min: a prop with less of its surface inside the viewer's image → frame dropped.
+    n_rays:           rays per line-of-sight test (spread over the target's silhouette).
+    check_size:       image size (pixels) of the render check, a camera at the eye aimed at the target.
+    alpha_hidden:     a target pixel is hidden when the splats in front of it reach this opacity.
+    """
+
+    vpt_visible_min: float = 0.8
+    vpt_hidden_max: float = 0.05
+    depth_gap_min: float = 0.10
+    prop_visible_min: float = 0.5
+    prop_in_image_min: float = 0.9
+    n_rays: int = 256
+    check_size: int = 64
+    alpha_hidden: float = 0.5
+
+    def __post_init__(self):
+        if not 0 <= self.vpt_hidden_max < self.vpt_visible_min <= 1:
+            raise ValueError(f"need 0 <= vpt_hidden_max < vpt_visible_min <= 1, got {self.vpt_hidden_max}, {self.vpt_visible_min}")
+        if not 0 <= self.depth_gap_min < 2:
+            raise ValueError(f"depth_gap_min must be in [0, 2), got {self.depth_gap_min}")
+
+
+# ---------------------------------------------------------------------- VPT
+def in_view(observer, target) -> bool:
+    """True when the target's centre lies inside the observer's (square) viewing frustum."""
+    cam = observer.camera(64, 64)
+    uv, z = cam.project(target.center[None])
+    return bool(z[0] > 0 and 0 <= uv[0, 0] <= 64 and 0 <= uv[0, 1] <= 64)
+
+
+def raycast_visible_fraction(eye, target, occluders, n_rays: int = 256) -> float:
+    """Fraction of rays from ``eye`` to points spread over the target's silhouette that reach the
+    target before hitting ``occluders`` (a trimesh, or anything with ``.ray.intersects_location``)."""
+    pts = target.facing_points(eye, n_rays)
+    eye = np.asarray(eye, float)
+    vec = pts - eye
+    dist = np.linalg.norm(vec, axis=1)
+    dirs = vec / dist[:, None]
+    locs, idx, _ = occluders.ray.intersects_location(np.tile(eye, (len(pts), 1)), dirs, multiple_hits=False)
+    blocked = np.zeros(len(pts), bool)
+    if len(idx):
+        hit = np.linalg.norm(locs - eye, axis=1)
+        blocked[idx] = hit < dist[idx] - 1e-4
+    return float(1.0 - blocked.mean())
+
+
+def vpt_from_fraction(fraction: float, visible_in_view: bool, rules: LabelRules) -> tuple[int | None, str]:
+    if not visible_in_view:
+        return 0, "out_of_view"
+    if fraction >= rules.vpt_visible_min:
+        return 1, "visible"
+    if fraction <= rules.vpt_hidden_max:
+        return 0, "occluded"
+    return None, "partial"
+
+
+def check_camera(observer, target, size: int):
+    """Camera at the observer's eye aimed at the target, framing it at ~60% of the image width."""
+    d = float(np.linalg.norm(target.center - observer.eye))
+    fov = math.degrees(2 * math.atan(min(1.6 * target.bounding_radius / max(d, 1e-6), 10.0)))
+    return observer.camera(size, size, look_at=target.center, fov_deg=min(fov, 170.0))
+
+
+def rendered_visible_fraction(gaussians, observer, target, rules: LabelRules, background=(0, 0, 0),
+                              mesh_renderer: str = "pyrender") -> float:
+    """Fraction of the target's pixels that survive compositing, rendered from the observer's eye."""
+    from render.compose import composite
+
+    cam = check_camera(observer, target, rules.check_size)
+    comp = composite(gaussians, cam, [target.mesh()], background=background, mesh_renderer=mesh_renderer)
+    n = int(comp.layer.mask.sum())
+    if n == 0:
+        return float("nan")
+    return float(comp.mesh_visible(0, rules.alpha_hidden).sum() / n)
+
+
+def vpt_label(scene, observer, target, rules: LabelRules = LabelRules(), mesh_renderer: str = "pyrender") -> dict:
+    """VPT label with its evidence: ray-cast and rendered visible fractions, in-view flag, both labels.
+
+    ``scene`` is a :class:`scenes.scene.Scene`; its exact meshes (or proxy mesh) are the occluders.
+    """
+    view = in_view(observer, target)
+    occ = scene.occluders()
+    f_ray = raycast_visible_fraction(observer.eye, target, occ, rules.n_rays)
+    f_ren = rendered_visible_fraction(scene.gaussians, observer, target, rules, scene.background, mesh_renderer)
+    lab_ray, why_ray = vpt_from_fraction(f_ray, view, rules)
+    lab_ren, why_ren = vpt_from_fraction(f_ren if np.isfinite(f_ren) else 0.0, view, rules)
+    if lab_ray is None or lab_ren is None:
+        label, reason = None, "partial"
+    elif lab_ray != lab_ren:
+        label, reason = None, "disagree"
+    else:
+        label, reason = lab_ray, why_ray
+    return {"vpt_label": label, "vpt_reason": reason, "in_view": view, "visible_fraction_raycast": f_ray,
+            "visible_fraction_render": f_ren, "vpt_label_raycast": lab_ray, "vpt_label_render": lab_ren,
+            "vpt_reason_raycast": why_ray, "vpt_reason_render": why_ren}
+
+
+# ---------------------------------------------------------------------- depth order
+def depth_order(viewer_eye, observer, target, rules: LabelRules = LabelRules()) -> dict:
+    """Depth label from the viewer's distances to the two prop centres (Euclidean, metres)."""
+    eye = np.asarray(viewer_eye, float)
+    d_ball = float(np.linalg.norm(target.center - eye))
+    d_obs = float(np.linalg.norm(np.asarray(observer.position, float) - eye))
+    gap = (d_ball - d_obs) / (0.5 * (d_ball + d_obs))
+    if abs(gap) < rules.depth_gap_min:
+        label, reason = None, "ambiguous"
+    else:
+        label, reason = int(gap > 0), "ordered"
+    return {"d_ball": d_ball, "d_observer": d_obs, "depth_gap": gap, "depth_label": label, "depth_reason": reason}
+
+
+# ---------------------------------------------------------------------- viewer visibility
+def in_image_fraction(camera, points: np.ndarray) -> float:
+    uv, z = camera.project(points)
+    inside = (z > 0.01) & (uv[:, 0] >= 0) & (uv[:, 0] <= camera.width) & (uv[:, 1] >= 0) & (uv[:, 1] <= camera.height)
+    return float(inside.mean())
+
+
+def viewer_visibility(comp, camera, props: list, alone_masks: list[np.ndarray], rules: LabelRules = LabelRules()) -> dict:
+    """Per prop: visible fraction in the viewer's image (pixels surviving the splats and the other prop,
+    over its pixels when rendered alone) and the fraction of its surface inside the image.
+
+    ``props`` = [observer, target] in the order of the meshes composited in ``comp``.
+    Returns the numbers and ``keep`` / ``drop_reason`` for the frame.
+    """
+    import trimesh
+
+    out: dict = {}
+    reasons = []
+    for k, (name, prop, alone) in enumerate(zip(("observer", "ball"), props, alone_masks, strict=True)):
+        n_alone = int(alone.sum())
+        vis = float(comp.mesh_visible(k, rules.alpha_hidden).sum() / n_alone) if n_alone else 0.0
+        pts = trimesh.sample.sample_surface(prop.mesh(), 400, seed=0)[0]
+        inside = in_image_fraction(camera, pts)
+        out[f"{name}_visible_fraction"] = vis
+        out[f"{name}_in_image_fraction"] = inside
+        out[f"{name}_pixels"] = n_alone
+        if inside < rules.prop_in_image_min:
+            reasons.append(f"{name}_outside_image")
+        elif vis < rules.prop_visible_min:
+            reasons.append(f"{name}_hidden")
+    out["keep"] = not reasons
+    out["drop_reason"] = ";".join(reasons) if reasons else ""
+    return out
+
+
+# ---------------------------------------------------------------------- one frame
+def label_frame(scene, placement, camera, vpt: dict, rules: LabelRules = LabelRules(), backend: str = "cpu",
+                mesh_renderer: str = "pyrender") -> tuple[np.ndarray, dict]:
+    """Render the viewer's image with the props and compute its per-frame labels.
+
+    Returns (uint8 image [H,W,3], row) where row holds the depth-order evidence, both props' visibility
+    in the viewer's image, the frame's keep flag / drop reason and the (frame-independent) VPT evidence.
+    """
+    from render.compose import composite, render_mesh_layer
+
+    meshes = placement.meshes()
+    comp = composite(scene.gaussians, camera, meshes, scene.background, backend=backend, mesh_renderer=mesh_renderer)
+    alone = [render_mesh_layer([m], camera, mesh_renderer).mask for m in meshes]
+    row = {**depth_order(camera.center, placement.observer, placement.target, rules),
+           **viewer_visibility(comp, camera, [placement.observer, placement.target], alone, rules),
+           **vpt, "label_rule_version": LABEL_RULE_VERSION}
+    return comp.image_uint8(), row
+
+
+LABEL_DTYPES = {
+    "vpt_label": "Int8", "depth_label": "Int8", "vpt_label_raycast": "Int8", "vpt_label_render": "Int8",
+    "in_view": "boolean", "keep": "boolean",
+    "vpt_reason": "string", "depth_reason": "string", "drop_reason": "string", "vpt_reason_raycast": "string",
+    "vpt_reason_render": "string", "label_rule_version": "string", "file_name": "string", "scene": "string",
+    "observer_shape": "string", "ball_shape": "string", "frame": "int32", "width": "int32", "height": "int32",
+    "seed": "int64", "observer_pixels": "int32", "ball_pixels": "int32",
+}
+
+
+def labels_table(rows: list[dict]):
+    """Rows → a DataFrame with explicit dtypes (labels are nullable Int8: <NA> = ambiguous)."""
+    import pandas as pd
+
+    df = pd.DataFrame(rows)
+    dtypes = {k: v for k, v in LABEL_DTYPES.items() if k in df.columns}
+    for c in df.columns:
+        if c not in dtypes and df[c].dtype.kind in "fi":
+            dtypes[c] = "float64"
+    return df.astype(dtypes)
