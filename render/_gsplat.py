@@ -46,6 +46,32 @@ def render_gsplat(scene, camera, background: np.ndarray, near=0.01, far=1e10):
     return rgb, alpha, depth, np.full_like(alpha, np.nan)
 
 
+def render_gsplat_depth_limited(scene, camera, background: np.ndarray, depth_limit: np.ndarray, step: float = 0.005,
+                                near=0.01, far=1e10):
+    """Compositing with opaque meshes on the GPU, where gsplat has no per-pixel depth test.
+
+    gsplat culls Gaussians whose centre z exceeds ``far_plane`` before compositing, and front-to-back
+    weights of a depth-sorted prefix equal those of the full composite. So the image for a per-pixel
+    limit D(p) is, per pixel, the render with ``far_plane`` = D(p). D is quantised *down* to multiples
+    of ``step`` (metres) and one render is made per distinct level (plus one unlimited render for
+    pixels without a mesh); each pixel takes its level's render. Exact except for Gaussians whose
+    centre lies within ``step`` in front of the mesh surface, which are dropped.
+    """
+    d = np.asarray(depth_limit, np.float64)
+    finite = np.isfinite(d)
+    levels = np.floor(d[finite] / step) * step
+    rgb = np.zeros((camera.height, camera.width, 3), np.float32)
+    alpha = np.zeros((camera.height, camera.width), np.float32)
+    depth = np.zeros_like(alpha)
+    quant = np.full(d.shape, np.inf)
+    quant[finite] = levels
+    for lv in np.unique(quant):
+        sel = quant == lv
+        r, a, e, _ = render_gsplat(scene, camera, background, near, far if not np.isfinite(lv) else max(lv, near))
+        rgb[sel], alpha[sel], depth[sel] = r[sel], a[sel], e[sel]
+    return rgb, alpha, depth, np.full_like(alpha, np.nan)
+
+
 def trial_render() -> None:
     """Render 4 Gaussians on CUDA; raises if gsplat cannot (missing nvcc, driver, ...)."""
     from scenes.gaussians import GaussianScene

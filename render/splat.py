@@ -6,8 +6,8 @@ Backends
 * ``cpu``   — numba kernel (``render/_cpu.py``): the default here; fast on a few cores.
 * ``torch`` — plain PyTorch reference (``render/_torch_impl.py``): slow, readable, the specification.
 * ``gsplat``— the CUDA renderer (``render/_gsplat.py``), chosen by ``auto`` only when CUDA works and a
-  guarded trial render succeeds. It does not support ``depth_limit`` (see ARCHITECTURE.md for the
-  compositing approach on GPU) nor median depth (returned as NaN).
+  guarded trial render succeeds. A ``depth_limit`` is met by several ``far_plane`` renders (exact up to
+  a 5 mm quantisation; ``auto`` keeps the exact ``cpu`` kernel for it); median depth is NaN.
 """
 from __future__ import annotations
 
@@ -109,9 +109,11 @@ def splat(scene: GaussianScene, camera: Camera, background=(0.0, 0.0, 0.0), dept
         from ._torch_impl import render_reference
 
         out = render_reference(scene, camera, bg, depth_limit, near, far)
+    elif depth_limit is not None:
+        from ._gsplat import render_gsplat_depth_limited
+
+        out = render_gsplat_depth_limited(scene, camera, bg, depth_limit, near=near, far=far)
     else:
-        if depth_limit is not None:
-            raise NotImplementedError("depth_limit is not supported by the gsplat backend; use backend='cpu'")
         from ._gsplat import render_gsplat
 
         out = render_gsplat(scene, camera, bg, near, far)

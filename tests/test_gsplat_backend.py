@@ -49,3 +49,17 @@ def test_gsplat_matches_cpu():
     b = splat(s, cam, background=(0.2, 0.3, 0.4), backend="gsplat")
     assert np.abs(a.rgb - b.rgb).max() <= 1 / 255
     assert np.abs(a.alpha - b.alpha).max() <= 1 / 255
+
+
+@pytest.mark.cuda
+@cuda
+def test_gsplat_depth_limited_compositing_matches_cpu():
+    s = random_scene(3000, degree=1, seed=5)
+    cam = Camera.from_fov(64, 64, 60.0).looking_at([0, -3.5, 0.5], [0, 0, 0])
+    rng = np.random.default_rng(0)
+    limit = np.full((64, 64), np.inf)
+    limit[16:48, 16:48] = rng.uniform(2.5, 4.0)  # a "mesh" at one depth in the middle
+    bg = rng.uniform(0, 1, (64, 64, 3))
+    a = splat(s, cam, background=bg, depth_limit=limit, backend="cpu")
+    b = splat(s, cam, background=bg, depth_limit=limit, backend="gsplat")
+    assert np.abs(a.rgb - b.rgb).max() <= 2 / 255
