@@ -54,6 +54,16 @@ _lock = threading.Lock()
 @functools.lru_cache(maxsize=1)
 def _pyrender():
     os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
+    # Mesa's llvmpipe and triton (which torch/torchvision import) carry different LLVM builds; triton's
+    # extension segfaults when it is loaded after llvmpipe has started, while the other order works.
+    # So load triton first when it is installed (it is, with CUDA builds of torch).
+    import importlib.util
+
+    if importlib.util.find_spec("triton") is not None:
+        try:
+            import triton  # noqa: F401
+        except Exception:  # noqa: BLE001 - a broken triton only matters to torch, not to mesh rendering
+            pass
     if os.environ["PYOPENGL_PLATFORM"] != "egl":
         raise RuntimeError(f"PYOPENGL_PLATFORM={os.environ['PYOPENGL_PLATFORM']!r}; Vantage renders meshes through EGL")
     try:

@@ -30,6 +30,7 @@ class OrbitTrajectory:
     phase_r: float = 0.0
     phase_h: float = 0.0
     fov_deg: float = 60.0
+    closed: bool = True
 
     def eye(self, s: float) -> np.ndarray:
         az = math.radians(self.start_deg + s * self.sweep_deg)
@@ -39,11 +40,13 @@ class OrbitTrajectory:
         return np.array([t[0] + r * math.cos(az), t[1] + r * math.sin(az), h])
 
     def cameras(self, frames: int, width: int = 256, height: int = 256) -> list[Camera]:
-        """``frames`` cameras at phases s = i / frames (a closed orbit does not repeat its first frame)."""
+        """``frames`` cameras at phases s = i / frames for a closed orbit (the first frame is not repeated),
+        s = i / (frames − 1) for an open arc (both ends included)."""
         if frames < 1:
             raise ValueError(f"frames must be >= 1, got {frames}")
         base = Camera.from_fov(width, height, self.fov_deg)
-        return [base.looking_at(self.eye(i / frames), self.target) for i in range(frames)]
+        denom = frames if self.closed or frames == 1 else frames - 1
+        return [base.looking_at(self.eye(i / denom), self.target) for i in range(frames)]
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

@@ -202,6 +202,7 @@ LABEL_DTYPES = {
     "vpt_reason_render": "string", "label_rule_version": "string", "file_name": "string", "scene": "string",
     "observer_shape": "string", "ball_shape": "string", "frame": "int32", "width": "int32", "height": "int32",
     "seed": "int64", "observer_pixels": "int32", "ball_pixels": "int32",
+    "category": "string", "split": "string", "task_set": "string", "requested": "string", "setting": "int32",
 }
 
 

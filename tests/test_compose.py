@@ -79,3 +79,15 @@ def test_composite_cpu_equals_torch_reference():
     b = composite(wall, cam, [ball.mesh()], backend="torch")
     assert np.abs(a.image - b.image).max() <= 1 / 255
     assert 0 < a.mesh_visible(0).sum() < a.layer.mask.sum()
+
+
+def test_torchvision_imports_after_mesh_rendering():
+    """Regression: triton (via torchvision) segfaulted when loaded after Mesa's llvmpipe started."""
+    import subprocess
+    import sys
+
+    code = ("from render.meshes import render_meshes; from render import Camera; from scenes.props import Target; "
+            "render_meshes([Target((0, 0, 3)).mesh()], Camera.from_fov(32, 32, 60)); "
+            "import torchvision; from torchvision.datasets import ImageFolder; print('ok')")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]

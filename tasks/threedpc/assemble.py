@@ -1,0 +1,189 @@
+"""Assemble built scenes into the dataset: metadata, ImageFolder views, human subset, manifest, summary.
+
+Everything here is derived from the per-scene label tables and images, deterministically, so it is
+simply redone on every (re-)run.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from ..labels import LABEL_RULE_VERSION
+from .build import LABELS_FILE, scene_dir, scene_rng
+from .config import BuildConfig, ConfigError
+
+VIEWS = ("vpt", "depth", "vpt_strategy", "human")
+
+
+def _link(src: Path, dst: Path) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copyfile(src, dst)
+
+
+def _flat(row) -> str:
+    return f"{Path(row.scene).stem}_s{int(row.setting):02d}_f{int(row.frame):03d}.png"
+
+
+def human_subset(df, n: int, rng: np.random.Generator):
+    """Indices of ``n`` test images balanced jointly on (vpt, depth): cells (0,0),(0,1),(1,0),(1,1) get
+    ⌊n/4⌋ each and the remainder goes to the mixed cells first (94 → 23/24/24/23), spread over scenes."""
+    cand = df[(df.split == "test") & df.keep & df.vpt_label.notna() & df.depth_label.notna()]
+    base, rem = divmod(n, 4)
+    cells = [(0, 0), (0, 1), (1, 0), (1, 1)]
+    extra = {(0, 1): 0, (1, 0): 0, (0, 0): 0, (1, 1): 0}
+    for c in [(0, 1), (1, 0), (0, 0), (1, 1)][:rem]:
+        extra[c] = 1
+    chosen = []
+    for c in cells:
+        pool = cand[(cand.vpt_label == c[0]) & (cand.depth_label == c[1])]
+        want = base + extra[c]
+        if len(pool) < want:
+            raise ConfigError(f"human subset: only {len(pool)} test images with (vpt, depth) = {c}, need {want}; "
+                              "lower human_n or build more test scenes/settings")
+        # round-robin over scenes (each scene's images in random order) spreads the subset evenly
+        by_scene = {s: list(rng.permutation(g.index.to_numpy())) for s, g in pool.groupby("scene", sort=True)}
+        picked = []
+        while len(picked) < want:
+            for s in sorted(by_scene):
+                if by_scene[s] and len(picked) < want:
+                    picked.append(by_scene[s].pop())
+        chosen += picked
+    return sorted(chosen)
+
+
+def assemble(cfg: BuildConfig) -> None:
+    import pandas as pd
+
+    from render.trajectory import write_table
+    from scenes.scene import load_scene
+
+    out = Path(cfg.out)
+    tables = []
+    for name in cfg.scenes:
+        scene = load_scene(name)
+        d = scene_dir(cfg, scene, cfg.split_of(name))
+        tables.append(pd.read_parquet(d / LABELS_FILE))
+    df = pd.concat(tables, ignore_index=True)
+    basic = df.task_set == "basic"
+    df["in_vpt"] = basic & df.keep.fillna(False) & df.vpt_label.notna()
+    df["in_depth"] = basic & df.keep.fillna(False) & df.depth_label.notna()
+    # Balance each task's labels within each split by dropping a seeded random sample of the majority
+    # label (recorded per image in balance_dropped_<task>); occluded settings lose more frames to hidden
+    # props than visible ones, so VPT would otherwise lean towards 1.
+    for task, col, lab in (("vpt", "in_vpt", "vpt_label"), ("depth", "in_depth", "depth_label")):
+        flag = f"balance_dropped_{task}"
+        df[flag] = False
+        rng = scene_rng(cfg, f"__balance_{task}__")
+        for sp in sorted(df.loc[df[col], "split"].unique()):
+            sel = df[col] & (df.split == sp)
+            n0, n1 = int((df.loc[sel, lab] == 0).sum()), int((df.loc[sel, lab] == 1).sum())
+            major = 0 if n0 > n1 else 1
+            idx = df.index[sel & (df[lab] == major)].to_numpy()
+            drop = rng.choice(idx, size=abs(n0 - n1), replace=False) if n0 != n1 else []
+            df.loc[drop, flag] = True
+            df.loc[drop, col] = False
+    df["in_strategy"] = df.task_set == "strategy"
+    human = human_subset(df[basic], cfg.human_n, scene_rng(cfg, "__human__")) if cfg.human_n else []
+    df["in_human"] = False
+    df.loc[human, "in_human"] = True
+    df["size_ratio"] = df.ball_size / df.observer_size
+    df["pixel_ratio"] = df.ball_pixels / df.observer_pixels.clip(lower=1)
+
+    for v in VIEWS:
+        shutil.rmtree(out / v, ignore_errors=True)
+    for row in df.itertuples():
+        if not row.file_name:
+            continue
+        src = out / row.file_name
+        if row.in_vpt:
+            _link(src, out / "vpt" / row.split / str(int(row.vpt_label)) / _flat(row))
+        if row.in_depth:
+            _link(src, out / "depth" / row.split / str(int(row.depth_label)) / _flat(row))
+        if row.in_strategy:
+            _link(src, out / "vpt_strategy" / "test" / str(int(row.vpt_label)) / _flat(row))
+        if row.in_human:
+            _link(src, out / "human" / "vpt" / str(int(row.vpt_label)) / _flat(row))
+            _link(src, out / "human" / "depth" / str(int(row.depth_label)) / _flat(row))
+    write_table(df, out / "metadata")
+
+    images = sorted(out / f for f in df.file_name if f)
+    counts = {}
+    for task, col, lab in (("vpt", "in_vpt", "vpt_label"), ("depth", "in_depth", "depth_label"),
+                           ("vpt_strategy", "in_strategy", "vpt_label")):
+        sub = df[df[col]]
+        counts[task] = {f"{sp}/{int(lb)}": int(n) for (sp, lb), n in sub.groupby(["split", lab]).size().items()}
+    counts["human"] = {f"vpt{int(a)}_depth{int(b)}": int(n) for (a, b), n in
+                       df[df.in_human].groupby(["vpt_label", "depth_label"]).size().items()}
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        pkg = version("vantage")
+    except PackageNotFoundError:
+        pkg = "unknown"
+    manifest = {
+        "dataset": "3D-PC (Vantage)", "vantage_version": pkg, "label_rule_version": LABEL_RULE_VERSION,
+        "seed": cfg.seed, "config": json.loads(json.dumps(cfg.identity(), default=list)), "counts": counts,
+        "images": {str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest() for p in images},
+    }
+    tmp = out / ".manifest.json.tmp"
+    tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True))
+    os.replace(tmp, out / "manifest.json")
+    tmp = out / ".summary.md.tmp"
+    tmp.write_text(summary_markdown(cfg, df, counts))
+    os.replace(tmp, out / "summary.md")
+
+
+def summary_markdown(cfg: BuildConfig, df, counts: dict) -> str:
+    import pandas as pd
+
+    basic = df[df.task_set == "basic"]
+    lines = ["# 3D-PC build summary", "",
+             f"Scenes: {len(cfg.scenes)} (seed {cfg.seed}, label rules v{LABEL_RULE_VERSION}); "
+             f"{len(basic)} basic-task frames rendered, {int(basic.keep.sum())} kept.", ""]
+    lines += ["## Images per task, split and label", "", "| task | split | label 0 | label 1 |", "|---|---|---|---|"]
+    for task in ("vpt", "depth", "vpt_strategy"):
+        splits = sorted({k.split("/")[0] for k in counts[task]})
+        for sp in splits:
+            lines.append(f"| {task} | {sp} | {counts[task].get(f'{sp}/0', 0)} | {counts[task].get(f'{sp}/1', 0)} |")
+    lines += ["", "## Joint labels on the same images (kept basic frames with both labels)", "",
+              "| | depth 0 (ball nearer) | depth 1 (ball further) |", "|---|---|---|"]
+    both = basic[basic.keep.fillna(False) & basic.depth_label.notna()]
+    jt = pd.crosstab(both.vpt_label, both.depth_label)
+    for v in (0, 1):
+        lines.append(f"| vpt {v} | {int(jt.loc[v, 0]) if v in jt.index and 0 in jt.columns else 0} | "
+                     f"{int(jt.loc[v, 1]) if v in jt.index and 1 in jt.columns else 0} |")
+    lines += ["", f"Human-test subset ({int(df.in_human.sum())} images, test split): {counts['human']}", ""]
+    lines += ["## Dropped frames by reason", ""]
+    dropped = basic[~basic.keep.fillna(False)]
+    reasons = dropped.drop_reason.str.split(";").explode().value_counts()
+    for r, n in reasons.items():
+        lines.append(f"- {r}: {n} ({n / max(len(basic), 1):.1%} of frames)")
+    amb = basic[basic.keep.fillna(False) & basic.depth_label.isna()]
+    lines.append(f"- depth ambiguous (kept for VPT, excluded from depth): {len(amb)}")
+    lines += ["", "## Label audit", ""]
+    settings = df.drop_duplicates(["scene", "setting"])
+    agree = settings.vpt_label_raycast == settings.vpt_label_render
+    lines.append(f"- placements labelled: {len(settings)}; ray-cast/render agreement on kept placements: "
+                 f"{agree.mean():.1%} (placements failing the render check are resampled, see scene files)")
+    kept = both
+    if len(kept) > 2:
+        r_size = np.corrcoef(kept.size_ratio, kept.depth_label.astype(float))[0, 1]
+        r_pix = np.corrcoef(kept.pixel_ratio, kept.depth_label.astype(float))[0, 1]
+        lines.append(f"- correlation of the physical size ratio (ball/observer) with the depth label: {r_size:+.3f} "
+                     "(sizes are jittered independently of the label)")
+        lines.append(f"- correlation of the apparent (pixel) size ratio with the depth label: {r_pix:+.3f} "
+                     "(perspective: the nearer prop looks larger, as for people)")
+    strat = df[df.task_set == "strategy"]
+    if len(strat):
+        pats = strat.sort_values(["scene", "setting"]).groupby("scene").vpt_label.apply(
+            lambda s: "".join(str(int(x)) for x in s))
+        lines += ["", "## VPT-Strategy sequences", ""] + [f"- {s}: `{p}`" for s, p in pats.items()]
+    return "\n".join(lines) + "\n"

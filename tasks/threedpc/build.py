@@ -1,0 +1,306 @@
+"""Build the 3D-PC: depth order, VPT-basic and VPT-Strategy image sets with audited labels.
+
+Output folder (see docs/ARCHITECTURE.md, "3D-PC dataset"):
+
+    images/<split>/<category>/<scene>/s<setting>/f<frame>.png   kept frames (basic tasks)
+    images/strategy/<category>/<scene>/step<k>.png              VPT-Strategy sequences
+    vpt/<train|val|test>/<0|1>/…  depth/<train|val|test>/<0|1>/…  vpt_strategy/test/<0|1>/…
+    human/vpt/<0|1>/…  human/depth/<0|1>/…                       ImageFolder views (hard links)
+    metadata.parquet / metadata.csv                              one row per rendered frame
+    manifest.json, summary.md
+
+Each scene is built by one job into a hidden temporary folder that is renamed into place when complete,
+so an interrupted build never exposes a half-written scene and a re-run builds only missing scenes.
+All randomness flows from (seed, scene name).
+"""
+from __future__ import annotations
+
+import collections
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import shutil
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+from ..labels import LABEL_RULE_VERSION, label_frame, raycast_visible_fraction, vpt_label
+from ..placement import Placement, PlacementError, PropStyle, make_props, sample_placement
+from .config import BuildConfig, ConfigError
+
+LABELS_FILE = "_labels.parquet"
+
+
+def scene_rng(cfg: BuildConfig, name: str, stream: int = 0) -> np.random.Generator:
+    return np.random.default_rng([cfg.seed, zlib.crc32(name.encode()), stream])
+
+
+def _safe(name: str) -> str:
+    return Path(name).stem if (os.path.sep in name or name.endswith((".ply", ".pt"))) else name
+
+
+def scene_dir(cfg: BuildConfig, scene, split: str) -> Path:
+    category = scene.metadata.get("category", _safe(scene.name))
+    return Path(cfg.out) / "images" / split / category / _safe(scene.name)
+
+
+def jittered_style(style: PropStyle, rng: np.random.Generator, jitter: float) -> PropStyle:
+    """Prop sizes scaled by independent factors U(1 − j, 1 + j): size carries no label information."""
+    fo, ft = rng.uniform(1 - jitter, 1 + jitter, 2)
+    return dataclasses.replace(style, observer_size=style.observer_size * float(fo), target_size=style.target_size * float(ft))
+
+
+def bisector_azimuths(centre_xy, radius: float, a_xy, b_xy) -> list[float]:
+    """Azimuths (degrees) where a circle of ``radius`` around ``centre_xy`` crosses the perpendicular
+    bisector of a and b, i.e. where a viewer on that orbit is equally far from both (in the ground plane)."""
+    a, b, c = (np.asarray(v, float)[:2] for v in (a_xy, b_xy, centre_xy))
+    w = b - a
+    k = 0.5 * (b @ b - a @ a) - c @ w
+    r = radius * float(np.linalg.norm(w))
+    if r == 0 or abs(k) > r:
+        return []
+    th, dphi = math.atan2(w[1], w[0]), math.acos(k / r)
+    return [math.degrees(th + dphi), math.degrees(th - dphi)]
+
+
+def viewer_arc(scene, placement: Placement, rng: np.random.Generator, cfg: BuildConfig):
+    """A smooth viewer path near the reference trajectory (jittered radius and height, slow wobble).
+
+    The arc is centred where the viewer is equally far from the two props (so the depth order flips
+    mid-trajectory and depth labels balance within each VPT class, as in the release where depth flips in
+    most trajectories); when the orbit misses that bisector, it is centred perpendicular to the props' axis.
+    """
+    ref = scene.trajectory
+    radius = float(ref.radius * rng.uniform(1 - cfg.radius_jitter, 1 + cfg.radius_jitter))
+    o, t = np.asarray(placement.observer.position[:2]), placement.target.center[:2]
+    c = np.asarray(ref.target[:2])
+    # look at the centroid of the object and the two props, so both props stay in frame
+    look = (c + o + t) / 3
+    target = (float(look[0]), float(look[1]), float(min(ref.target[2], 0.35)))
+    crossings = bisector_azimuths(look, radius, o, t)
+    if crossings:
+        # the crossing on the props' side of the object (the far one looks at them through the object)
+        mid = (o + t) / 2 - c
+        mid_az = math.degrees(math.atan2(mid[1], mid[0]))
+        gaps = [abs((a - mid_az + 180) % 360 - 180) for a in crossings]
+        pick = int(np.argmin(gaps)) if np.linalg.norm(mid) > 0.15 else int(rng.integers(len(crossings)))
+        centre = crossings[pick] + rng.uniform(-10, 10)
+    else:
+        centre = math.degrees(math.atan2(t[1] - o[1], t[0] - o[0])) + rng.choice([-90.0, 90.0]) + rng.uniform(-30, 30)
+    sweep = cfg.arc_deg * rng.uniform(0.8, 1.2) * rng.choice([-1.0, 1.0])
+    return dataclasses.replace(
+        ref, target=target, start_deg=float(centre - sweep / 2), sweep_deg=float(sweep), closed=False, radius=radius,
+        height=float(ref.height + rng.uniform(-cfg.height_jitter, cfg.height_jitter)),
+        wobble=float(rng.uniform(0.3, 0.8)), phase_r=float(rng.uniform(0, 2 * math.pi)),
+        phase_h=float(rng.uniform(0, 2 * math.pi)),
+    )
+
+
+def _save_png(path: Path, img: np.ndarray) -> None:
+    from PIL import Image
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(img).save(path, format="PNG")
+
+
+def _labelled_placement(cfg, scene, outcome, rng, rejected):
+    for _ in range(cfg.max_placement_tries):
+        style = jittered_style(cfg.style, rng, cfg.size_jitter)
+        pl, _ = sample_placement(scene, outcome, rng, style, cfg.rules)
+        vpt = vpt_label(scene, pl.observer, pl.target, cfg.rules)
+        if vpt["vpt_label"] is not None:
+            return pl, vpt
+        rejected[vpt["vpt_reason"]] += 1
+    raise PlacementError(f"{scene.name}: no '{outcome}' placement passed the render check in {cfg.max_placement_tries} tries")
+
+
+def basic_scene_rows(cfg: BuildConfig, scene, split: str, tmp: Path, final: Path) -> tuple[list[dict], dict]:
+    rng = scene_rng(cfg, scene.name)
+    n_half = cfg.settings // 2
+    n_oov = int(round(n_half * cfg.out_of_view_fraction))
+    negatives = ["out_of_view"] * n_oov + ["occluded"] * (n_half - n_oov)
+    rng.shuffle(negatives)
+    outcomes = [x for pair in zip(["visible"] * n_half, negatives, strict=True) for x in pair]  # visible, not, …
+    rejected: collections.Counter = collections.Counter()
+    rows = []
+    for k, outcome in enumerate(outcomes):
+        pl, vpt = _labelled_placement(cfg, scene, outcome, rng, rejected)
+        arc = viewer_arc(scene, pl, rng, cfg)
+        part = split
+        if split == "train" and k >= cfg.settings - cfg.val_settings:
+            part = "val"  # validation is held out by setting, never by image
+        for f, cam in enumerate(arc.cameras(cfg.frames, cfg.size, cfg.size)):
+            img, lab = label_frame(scene, pl, cam, vpt, cfg.rules)
+            rel = f"s{k:02d}/f{f:03d}.png"
+            if lab["keep"]:
+                _save_png(tmp / rel, img)
+            rows.append({"file_name": str((final / rel).relative_to(cfg.out)) if lab["keep"] else "",
+                         "scene": scene.name, "category": scene.metadata.get("category", ""), "split": part,
+                         "task_set": "basic", "setting": k, "frame": f, "requested": outcome,
+                         **cam.as_row(), **pl.to_row(), **lab})
+    return rows, {"rejected_placements": dict(rejected)}
+
+
+def _strategy_path(scene, rng, cfg: BuildConfig, style: PropStyle):
+    """Props on opposite sides of the object, translated together along ``u`` ⊥ their axis ``v``."""
+    lo, hi = scene.object_bounds
+    c = (lo[:2] + hi[:2]) / 2
+    r_obj = 0.5 * float(np.linalg.norm(hi[:2] - lo[:2]))
+    a = rng.uniform(0, 2 * math.pi)
+    v = np.array([math.cos(a), math.sin(a)])
+    u = np.array([-v[1], v[0]])
+    d_o, d_t = rng.uniform(0.25, 0.6), rng.uniform(0.1, 0.4)
+    yaw = math.degrees(a)
+
+    def at(t: float) -> Placement:
+        return make_props(style, c - (r_obj + d_o) * v + t * u, yaw, c + (r_obj + d_t) * v + t * u)
+
+    return at, r_obj, u
+
+
+def strategy_scene_rows(cfg: BuildConfig, scene, tmp: Path, final: Path) -> tuple[list[dict], dict]:
+    from render.camera import Camera
+
+    rng = scene_rng(cfg, scene.name, 1)
+    n = cfg.strategy_steps
+    n_block = n // 2
+    n_before = (n - n_block + 1) // 2
+    n_after = n - n_block - n_before
+    occ = scene.occluders()
+    tries = collections.Counter()
+    for _ in range(cfg.max_placement_tries):
+        style = jittered_style(cfg.style, rng, cfg.size_jitter)
+        at, r_obj, u = _strategy_path(scene, rng, cfg, style)
+        span = r_obj + 0.9
+        grid = np.linspace(-span, span, 121)
+        frac = np.array([raycast_visible_fraction(at(t).observer.eye, at(t).target, occ, 64) for t in grid])
+        blocked = frac <= cfg.rules.vpt_hidden_max
+        clear = frac >= cfg.rules.vpt_visible_min
+        if not blocked.any() or not clear[0] or not clear[-1]:
+            tries["no_clear_blocked_clear"] += 1
+            continue
+        t1, t2 = grid[blocked][0], grid[blocked][-1]
+        m = 0.04
+        before = grid[clear & (grid < t1 - m)]
+        after = grid[clear & (grid > t2 + m)]
+        if len(before) == 0 or len(after) == 0 or t2 - t1 < 2 * m:
+            tries["no_margin"] += 1
+            continue
+        ts = np.concatenate([np.linspace(max(before[0], t1 - 0.6), before[-1], n_before),
+                             np.linspace(t1 + m, t2 - m, n_block),
+                             np.linspace(after[0], min(after[-1], t2 + 0.6), n_after)])
+        # fixed viewer: elevated, looking across the path from the side of u, framing both props
+        az = math.degrees(math.atan2(u[1], u[0])) + 180 + rng.uniform(-25, 25)
+        ref = scene.trajectory
+        eye_traj = dataclasses.replace(ref, start_deg=az, sweep_deg=0.0, radius=ref.radius * 1.35,
+                                       height=ref.height + 0.5, radius_amp=0.0, height_amp=0.0, closed=False)
+        cam = eye_traj.cameras(1, cfg.size, cfg.size)[0]
+        cam = Camera.from_fov(cfg.size, cfg.size, 70.0, cam.w2c)
+        rows, images, ok = [], [], True
+        for k, t in enumerate(ts):
+            pl = at(float(t))
+            vpt = vpt_label(scene, pl.observer, pl.target, cfg.rules)
+            want = 0 if n_before <= k < n_before + n_block else 1
+            img, lab = label_frame(scene, pl, cam, vpt, cfg.rules)
+            if vpt["vpt_label"] != want or not lab["keep"]:
+                ok = False
+                tries["label_or_visibility"] += 1
+                break
+            rel = f"step{k:02d}.png"
+            images.append((rel, img))
+            rows.append({"file_name": str((final / rel).relative_to(cfg.out)), "scene": scene.name,
+                         "category": scene.metadata.get("category", ""), "split": "strategy", "task_set": "strategy",
+                         "setting": k, "frame": 0, "requested": "visible" if want else "occluded", "strategy_t": float(t),
+                         **cam.as_row(), **pl.to_row(), **lab})
+        if ok:
+            for rel, img in images:
+                _save_png(tmp / rel, img)
+            pattern = "".join(str(int(r["vpt_label"])) for r in rows)
+            return rows, {"strategy_pattern": pattern, "strategy_rejected": dict(tries)}
+    raise PlacementError(f"{scene.name}: no VPT-Strategy path found in {cfg.max_placement_tries} tries ({dict(tries)})")
+
+
+def build_scene(cfg: BuildConfig, name: str) -> Path:
+    """Build one scene's images and label rows (atomically: temp folder, then rename). Idempotent."""
+    import pandas as pd
+
+    from scenes.scene import load_scene
+
+    from ..labels import labels_table
+
+    split = cfg.split_of(name)
+    scene = load_scene(name, seed=0)
+    final = scene_dir(cfg, scene, split)
+    if (final / LABELS_FILE).exists():
+        return final
+    tmp = final.with_name(f".{final.name}.tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    if split == "strategy":
+        rows, info = strategy_scene_rows(cfg, scene, tmp, final)
+    else:
+        rows, info = basic_scene_rows(cfg, scene, split, tmp, final)
+    df = labels_table(rows)
+    df["seed"] = pd.array([cfg.seed] * len(df), dtype="int64")
+    df.to_parquet(tmp / LABELS_FILE, index=False)
+    (tmp / "_scene.json").write_text(json.dumps({"scene": name, "split": split, **info}, sort_keys=True))
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(tmp, final)
+    return final
+
+
+def _init_worker(threads: int) -> None:
+    import numba
+
+    numba.set_num_threads(threads)
+
+
+def _job(args) -> str:
+    cfg, name = args
+    return str(build_scene(cfg, name))
+
+
+def build(cfg: BuildConfig, progress: bool = True) -> Path:
+    """Build the dataset described by ``cfg`` (already validated) into ``cfg.out``."""
+    from tqdm import tqdm
+
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    stamp = out / "config.json"
+    ident = json.loads(json.dumps(cfg.identity(), default=list))
+    if stamp.exists() and json.loads(stamp.read_text()) != ident:
+        if not cfg.overwrite:
+            raise ConfigError(f"{out}: holds a build with a different configuration; choose another out= or overwrite=true")
+        for sub in ("images", "vpt", "depth", "vpt_strategy", "human"):
+            shutil.rmtree(out / sub, ignore_errors=True)
+    stamp.write_text(json.dumps(ident, indent=2, sort_keys=True))
+    # temporary scene folders left by an interrupted build (never visible as scenes): remove them
+    for stale in (out / "images").glob("*/*/.*.tmp*") if (out / "images").exists() else []:
+        shutil.rmtree(stale, ignore_errors=True)
+    names = list(cfg.scenes)
+    if cfg.workers == 1 or len(names) == 1:
+        for name in tqdm(names, desc="3D-PC scenes", unit="scene", disable=not progress):
+            build_scene(cfg, name)
+    else:
+        import concurrent.futures as cf
+        import multiprocessing as mp
+
+        threads = max(1, (os.cpu_count() or 1) // cfg.workers)
+        with cf.ProcessPoolExecutor(cfg.workers, mp_context=mp.get_context("spawn"), initializer=_init_worker,
+                                    initargs=(threads,)) as ex:
+            futures = [ex.submit(_job, (cfg, n)) for n in names]
+            for fut in tqdm(cf.as_completed(futures), total=len(futures), desc="3D-PC scenes", unit="scene",
+                            disable=not progress):
+                fut.result()
+    from .assemble import assemble
+
+    assemble(cfg)
+    return out
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()

@@ -1,0 +1,152 @@
+"""Configuration of a 3D-PC build, validated before anything is rendered."""
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any
+
+from ..labels import LabelRules
+from ..placement import PropStyle
+
+SPLITS = ("train", "test", "strategy")
+
+
+class ConfigError(ValueError):
+    pass
+
+
+@dataclasses.dataclass(frozen=True)
+class BuildConfig:
+    """Everything that determines a build (recorded in manifest.json).
+
+    scenes: scene specs (catalogue names or files). ``scene_splits`` maps each to train / test /
+        strategy; catalogue names default to instance 01-02 → train, 03 → test, 04 → strategy.
+    settings: placements per basic-task scene (half VPT-visible, half not).
+    out_of_view_fraction: share of the not-visible settings made by facing away instead of occlusion.
+    frames, size: frames per viewer trajectory, image size (pixels).
+    arc_deg, radius_jitter, height_jitter: the viewer arc around the object (degrees swept; relative
+        radius and absolute height (m) offsets from the reference trajectory).
+    size_jitter: prop sizes are scaled by independent U(1 − j, 1 + j) factors (shortcut control).
+    val_settings: settings per training scene held out for validation (half visible, half not).
+    human_n: images in the balanced human-test subset (from the test split, balanced jointly on the
+        VPT × depth labels).
+    strategy_steps: images per VPT-Strategy scene (the props move together past the occluder).
+    """
+
+    scenes: tuple[str, ...]
+    out: str
+    seed: int = 0
+    settings: int = 10
+    out_of_view_fraction: float = 0.0
+    frames: int = 50
+    size: int = 256
+    arc_deg: float = 110.0
+    radius_jitter: float = 0.12
+    height_jitter: float = 0.25
+    size_jitter: float = 0.2
+    val_settings: int = 2
+    human_n: int = 94
+    strategy_steps: int = 10
+    scene_splits: tuple[tuple[str, str], ...] = ()
+    style: PropStyle = PropStyle()
+    rules: LabelRules = LabelRules()
+    workers: int = 2
+    max_placement_tries: int = 40
+    overwrite: bool = False
+
+    def split_of(self, scene: str) -> str:
+        explicit = dict(self.scene_splits)
+        if scene in explicit:
+            return explicit[scene]
+        from scenes.catalogue import parse_name
+
+        _, instance = parse_name(scene)
+        return {1: "train", 2: "train", 3: "test", 4: "strategy"}[instance]
+
+    def identity(self) -> dict[str, Any]:
+        """The fields that define the dataset's content (not how it is computed)."""
+        d = dataclasses.asdict(self)
+        for k in ("out", "workers", "overwrite"):
+            d.pop(k)
+        return d
+
+
+def _tuple(v):
+    return tuple(v) if isinstance(v, (list, tuple)) else v
+
+
+def config_from_dict(d: dict) -> BuildConfig:
+    """Build and validate a config from a plain mapping (Hydra's resolved config)."""
+    d = dict(d)
+    d.pop("preset", None)
+    scenes = d.pop("scenes", "catalogue")
+    if scenes == "catalogue":
+        from scenes.catalogue import catalogue_names
+
+        scenes = catalogue_names()
+    if isinstance(scenes, str):
+        scenes = [s.strip() for s in scenes.split(",") if s.strip()]
+    style = PropStyle(**{k: _tuple(v) for k, v in (d.pop("style", None) or {}).items()})
+    rules = LabelRules(**(d.pop("rules", None) or {}))
+    splits = d.pop("scene_splits", None) or {}
+    known = {f.name for f in dataclasses.fields(BuildConfig)}
+    unknown = sorted(set(d) - known)
+    if unknown:
+        raise ConfigError(f"unknown config keys {unknown}; known: {sorted(known)}")
+    cfg = BuildConfig(scenes=tuple(scenes), style=style, rules=rules, scene_splits=tuple(sorted(splits.items())), **d)
+    validate(cfg)
+    return cfg
+
+
+def validate(cfg: BuildConfig) -> None:
+    """Fail fast, before rendering, with what is wrong and how to fix it."""
+    from scenes.catalogue import parse_name
+    from scenes.gaussians import SceneError
+
+    if not cfg.scenes:
+        raise ConfigError("scenes: empty list")
+    if len(set(cfg.scenes)) != len(cfg.scenes):
+        raise ConfigError(f"scenes: duplicates in {list(cfg.scenes)}")
+    for s in cfg.scenes:
+        if os.path.sep in s or s.endswith((".ply", ".pt")):
+            if not os.path.exists(s):
+                raise ConfigError(f"scenes: file {s!r} does not exist")
+            if s not in dict(cfg.scene_splits):
+                raise ConfigError(f"scenes: file {s!r} needs a split in scene_splits (train, test or strategy)")
+        elif s not in dict(cfg.scene_splits):
+            try:
+                parse_name(s)
+            except SceneError as e:
+                raise ConfigError(f"scenes: {e}") from None
+    bad = {k: v for k, v in cfg.scene_splits if v not in SPLITS}
+    if bad:
+        raise ConfigError(f"scene_splits: unknown split(s) {bad}; use one of {SPLITS}")
+    by_split = {sp: [s for s in cfg.scenes if cfg.split_of(s) == sp] for sp in SPLITS}
+    if not by_split["train"] or not by_split["test"]:
+        raise ConfigError(
+            f"too few scenes for the split: train {len(by_split['train'])}, test {len(by_split['test'])}; "
+            "need at least one of each (catalogue instances 01-02 train, 03 test)"
+        )
+    if cfg.settings < 2 or cfg.settings % 2:
+        raise ConfigError(f"settings={cfg.settings}: must be even and >= 2 (half VPT-visible, half not)")
+    if cfg.val_settings % 2 or not 0 <= cfg.val_settings < cfg.settings:
+        raise ConfigError(f"val_settings={cfg.val_settings}: must be even and < settings={cfg.settings} "
+                          "(one visible and one not-visible setting per pair)")
+    if not 0 <= cfg.out_of_view_fraction <= 1:
+        raise ConfigError(f"out_of_view_fraction={cfg.out_of_view_fraction}: must be in [0, 1]")
+    if cfg.frames < 2 or cfg.size < 16:
+        raise ConfigError(f"frames={cfg.frames}, size={cfg.size}: need frames >= 2 and size >= 16")
+    if not 0 <= cfg.size_jitter < 1:
+        raise ConfigError(f"size_jitter={cfg.size_jitter}: must be in [0, 1)")
+    if cfg.human_n < 0:
+        raise ConfigError(f"human_n={cfg.human_n}: must be >= 0 (0 = no human-test subset)")
+    capacity = len(by_split["test"]) * cfg.settings * cfg.frames
+    if cfg.human_n > capacity // 4:
+        raise ConfigError(
+            f"human_n={cfg.human_n} cannot be balanced over 4 label cells from at most {capacity} test frames "
+            f"({len(by_split['test'])} test scenes × {cfg.settings} settings × {cfg.frames} frames); lower human_n"
+        )
+    if by_split["strategy"] and cfg.strategy_steps < 4:
+        raise ConfigError(f"strategy_steps={cfg.strategy_steps}: need >= 4 (clear → blocked → clear)")
+    if cfg.workers < 1:
+        raise ConfigError(f"workers={cfg.workers}: must be >= 1")
