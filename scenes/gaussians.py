@@ -166,7 +166,8 @@ class GaussianScene:
         """The scene with ``world_transform`` applied to means and rotations (and scales, for a similarity).
 
         The transform must be a similarity (rotation · uniform scale + translation); anything else
-        cannot be represented by Gaussians with the same parameterisation and is rejected.
+        cannot be represented by Gaussians with the same parameterisation and is rejected. View-dependent
+        colour is rotated with the scene (``scenes/sh.py``).
         """
         t = self.world_transform
         if t is None:
@@ -177,13 +178,15 @@ class GaussianScene:
         if s <= 0 or not np.allclose(r @ r.T, np.eye(3), atol=1e-5):
             raise SceneError(f"{self.source}: world_transform is not a similarity (rotation·scale+translation)")
         means = (self.means.astype(np.float64) @ a.T + t[:3, 3]).astype(np.float32)
+        from .sh import rotate_sh
+
         quats = quat_multiply(matrix_to_quat(r)[None, :], self.quats.astype(np.float64))
         return dataclasses.replace(
             self,
             means=means,
             quats=quats.astype(np.float32),
             log_scales=self.log_scales + np.float32(math.log(s)),
-            sh=_rotate_sh_unsupported(self.sh, r, self.source),
+            sh=rotate_sh(self.sh, r) if self.sh.shape[1] > 1 else self.sh,
             world_transform=None,
             metadata=dict(self.metadata),
         )
@@ -202,18 +205,6 @@ class GaussianScene:
             sh=np.concatenate([s.sh for s in scenes]),
             source=source,
         )
-
-
-def _rotate_sh_unsupported(sh: np.ndarray, r: np.ndarray, source: str) -> np.ndarray:
-    # Rotating view-dependent colour needs Wigner matrices; identity rotations (pure scale/translation,
-    # the common gsplat normalisation case keeps a rotation though) are exact. Higher-order SH under a
-    # non-identity rotation would silently change the colours, so we refuse rather than guess.
-    if sh.shape[1] > 1 and not np.allclose(r, np.eye(3), atol=1e-6):
-        raise SceneError(
-            f"{source}: applying a rotating world_transform to SH degree > 0 is not supported; "
-            "render in the stored frame (move the camera instead) or drop view-dependent colour"
-        )
-    return sh
 
 
 # ---------------------------------------------------------------------- quaternion helpers (wxyz)

@@ -87,13 +87,18 @@ def default_orbit(means: np.ndarray, opacities: np.ndarray | None = None) -> Orb
 
 
 def load_scene(spec: str, seed: int = 0) -> Scene:
-    """Resolve ``spec``: a catalogue name (``bench_01``) or a path to a ``.ply`` / gsplat ``.pt`` file.
+    """Resolve ``spec``: a catalogue name (``bench_01``), a path to a ``.ply`` / gsplat ``.pt`` file, or a
+    CO3D scene spec (``.yaml``/``.json``, see ``scenes/co3d.py``).
 
     A file may have a JSON sidecar ``<file>.json`` (written by ``scenes.export``) with the reference
     trajectory and background; otherwise an orbit around the Gaussians is used (:func:`default_orbit`).
     """
     from .ply import load_scene_file
 
+    if spec.endswith((".yaml", ".yml", ".json")):
+        from .co3d import load_co3d_scene
+
+        return load_co3d_scene(spec)
     if os.path.sep in spec or spec.endswith((".ply", ".pt", ".pth", ".ckpt")) or os.path.exists(spec):
         gaussians = load_scene_file(spec)
         side = Path(str(spec) + ".json")

@@ -56,7 +56,28 @@ def test_world_transform_similarity():
     np.testing.assert_allclose(w.means, s.means @ (2 * rot).T + [1, 2, 3], atol=1e-5)
     np.testing.assert_allclose(w.log_scales, s.log_scales + np.log(2), atol=1e-6)
     np.testing.assert_allclose(quat_to_matrix(w.quats), rot @ quat_to_matrix(s.quats), atol=1e-5)
-    s3 = random_scene(5, degree=1)
-    s3.world_transform = t
-    with pytest.raises(SceneError, match="SH degree > 0"):
-        s3.in_world()
+    bad = np.eye(4)
+    bad[0, 1] = 0.5  # a shear
+    s.world_transform = bad
+    with pytest.raises(SceneError, match="not a similarity"):
+        s.in_world()
+
+
+def test_rotating_scene_and_camera_together_leaves_the_image_unchanged():
+    """SH rotation: view-dependent colour (degree 3) turns with the scene."""
+    from render import Camera, splat
+
+    s = random_scene(800, degree=3, seed=9)
+    cam = Camera.from_fov(48, 48, 60.0).looking_at([0.3, -3.5, 0.6], [0, 0, 0])
+    rot = Rotation.from_euler("xyz", [40, -25, 70], degrees=True).as_matrix()
+    t = np.eye(4)
+    t[:3, :3], t[:3, 3] = 1.5 * rot, [0.5, -1.0, 2.0]
+    moved = GaussianScene(s.means, s.quats, s.log_scales, s.opacity_logits, s.sh, world_transform=t)
+    # the moved camera sees the moved world as the original camera saw the original: x_cam' = 1.5·x_cam
+    w2c = cam.w2c @ np.linalg.inv(t)
+    w2c[:3] *= 1.5
+    cam2 = Camera(cam.width, cam.height, cam.fx, cam.fy, cam.cx, cam.cy, w2c)
+    a = splat(s, cam, backend="cpu")
+    b = splat(moved, cam2, backend="cpu")
+    assert np.abs(a.rgb - b.rgb).max() < 2e-3
+    np.testing.assert_allclose(b.depth[a.alpha > 0.5] / 1.5, a.depth[a.alpha > 0.5], rtol=1e-3)
