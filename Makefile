@@ -30,7 +30,9 @@ $(STAMP): $(PY) pyproject.toml | debs
 	@touch $(STAMP)
 
 demo: setup
-	$(PY) -m render.trajectory scene=bench_01 frames=50 size=256 out=$(DEMO_OUT)
+	$(PY) -m tasks.threedpc preset=small out=$(DEMO_OUT)_3dpc
+	$(PY) -m render.trajectory scene=bench_01 frames=50 size=256 props=sample props.outcome=occluded out=$(DEMO_OUT)
+	@echo "demo: see $(DEMO_OUT)_3dpc/summary.md and $(DEMO_OUT)/labels.csv"
 
 test: setup
 	$(PY) -m pytest -q
