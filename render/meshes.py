@@ -102,6 +102,23 @@ def _renderer(width: int, height: int):
     return r
 
 
+_pyr_cache: dict = {}
+
+
+def _pyrender_mesh(m):
+    """pyrender.Mesh for a trimesh, cached while that trimesh object lives (props are cached objects)."""
+    import weakref
+
+    hit = _pyr_cache.get(id(m))
+    if hit is not None and hit[0]() is m:
+        return hit[1]
+    pm = _pyrender().Mesh.from_trimesh(m, smooth=False)
+    if len(_pyr_cache) > 256:
+        _pyr_cache.clear()
+    _pyr_cache[id(m)] = (weakref.ref(m), pm)
+    return pm
+
+
 def render_meshes(meshes: list, camera: Camera) -> MeshLayer:
     """Render opaque ``meshes`` (trimesh with vertex colours) with pyrender; see module docstring."""
     pyrender = _pyrender()
@@ -116,7 +133,7 @@ def render_meshes(meshes: list, camera: Camera) -> MeshLayer:
         # colour pass and an index pass (each mesh in a unique flat colour) share the depth buffer
         scene = pyrender.Scene(bg_color=[0, 0, 0, 0], ambient_light=[1.0, 1.0, 1.0])
         for m in meshes:
-            scene.add(pyrender.Mesh.from_trimesh(m, smooth=False))
+            scene.add(_pyrender_mesh(m))
         scene.add(cam, pose=pose)
         color, depth = r.render(scene, flags=flat)
         index = np.full((h, w), -1, np.int16)
@@ -124,7 +141,7 @@ def render_meshes(meshes: list, camera: Camera) -> MeshLayer:
             seg = pyrender.Scene(bg_color=[0, 0, 0, 0], ambient_light=[1.0, 1.0, 1.0])
             nodes = {}
             for i, m in enumerate(meshes):
-                node = seg.add(pyrender.Mesh.from_trimesh(m, smooth=False))
+                node = seg.add(_pyrender_mesh(m))
                 nodes[node] = np.array([i + 1, 0, 0], np.uint8)
             seg.add(cam, pose=pose)
             ids, _ = r.render(seg, flags=pyrender.RenderFlags.SEG, seg_node_map=nodes)

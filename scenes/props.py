@@ -16,6 +16,7 @@ catalogue scenes), so that they render identically in any renderer.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import numpy as np
@@ -61,6 +62,8 @@ class Observer:
     fov_deg: float = 60.0
 
     def __post_init__(self):
+        object.__setattr__(self, "position", tuple(float(v) for v in self.position))
+        object.__setattr__(self, "color", tuple(float(v) for v in self.color))
         if self.shape not in ("camera", "arrow"):
             raise ValueError(f"observer shape={self.shape!r}; one of 'camera', 'arrow'")
         if not self.size > 0 or not 0 < self.fov_deg < 180:
@@ -94,6 +97,10 @@ class Observer:
         return Camera.from_fov(width, height, fov_deg or self.fov_deg).looking_at(self.eye, target, up)
 
     def mesh(self) -> trimesh.Trimesh:
+        """The prop's mesh in world coordinates (cached per prop: treat as read-only)."""
+        return _cached_mesh(self)
+
+    def _build_mesh(self) -> trimesh.Trimesh:
         s = self.size
         if self.shape == "camera":
             # body (depth 0.6 s along forward, width s, height 0.65 s), lens barrel 0.4 s long in front,
@@ -150,6 +157,8 @@ class Target:
     shape: str = "ball"
 
     def __post_init__(self):
+        object.__setattr__(self, "position", tuple(float(v) for v in self.position))
+        object.__setattr__(self, "color", tuple(float(v) for v in self.color))
         if self.shape not in ("ball", "cube"):
             raise ValueError(f"target shape={self.shape!r}; one of 'ball', 'cube'")
         if not self.size > 0:
@@ -164,6 +173,10 @@ class Target:
         return self.size / 2 if self.shape == "ball" else self.size * math.sqrt(3) / 2
 
     def mesh(self) -> trimesh.Trimesh:
+        """The prop's mesh in world coordinates (cached per prop: treat as read-only)."""
+        return _cached_mesh(self)
+
+    def _build_mesh(self) -> trimesh.Trimesh:
         if self.shape == "ball":
             m = trimesh.creation.icosphere(subdivisions=4, radius=self.size / 2)
         else:
@@ -212,3 +225,14 @@ class Target:
         x, y, z = map(float, self.position)
         return {f"{prefix}x": x, f"{prefix}y": y, f"{prefix}z": z, f"{prefix}size": float(self.size),
                 f"{prefix}shape": self.shape}
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_mesh(prop) -> trimesh.Trimesh:
+    return prop._build_mesh()
+
+
+@functools.lru_cache(maxsize=64)
+def surface_samples(prop, n: int = 400) -> np.ndarray:
+    """``n`` points spread over the prop's surface (deterministic; cached per prop)."""
+    return trimesh.sample.sample_surface(prop.mesh(), n, seed=0)[0]

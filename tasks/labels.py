@@ -155,15 +155,14 @@ def viewer_visibility(comp, camera, props: list, alone_masks: list[np.ndarray], 
     ``props`` = [observer, target] in the order of the meshes composited in ``comp``.
     Returns the numbers and ``keep`` / ``drop_reason`` for the frame.
     """
-    import trimesh
+    from scenes.props import surface_samples
 
     out: dict = {}
     reasons = []
     for k, (name, prop, alone) in enumerate(zip(("observer", "ball"), props, alone_masks, strict=True)):
         n_alone = int(alone.sum())
         vis = float(comp.mesh_visible(k, rules.alpha_hidden).sum() / n_alone) if n_alone else 0.0
-        pts = trimesh.sample.sample_surface(prop.mesh(), 400, seed=0)[0]
-        inside = in_image_fraction(camera, pts)
+        inside = in_image_fraction(camera, surface_samples(prop))
         out[f"{name}_visible_fraction"] = vis
         out[f"{name}_in_image_fraction"] = inside
         out[f"{name}_pixels"] = n_alone
@@ -177,18 +176,52 @@ def viewer_visibility(comp, camera, props: list, alone_masks: list[np.ndarray], 
 
 
 # ---------------------------------------------------------------------- one frame
+def props_may_overlap(eye, placement) -> bool:
+    """False only when the cones from ``eye`` around the two props' bounding spheres are disjoint, so
+    neither prop can occlude the other in any image taken from ``eye`` (a conservative, exact test)."""
+    eye = np.asarray(eye, float)
+    spheres = [(np.asarray(placement.observer.position, float), placement.observer.bounding_radius()),
+               (placement.target.center, placement.target.bounding_radius)]
+    dirs, half = [], []
+    for c, r in spheres:
+        d = float(np.linalg.norm(c - eye))
+        if d <= r * 1.001:
+            return True
+        dirs.append((c - eye) / d)
+        half.append(math.asin(r / d))
+    angle = math.acos(float(np.clip(dirs[0] @ dirs[1], -1.0, 1.0)))
+    return angle <= half[0] + half[1]
+
+
 def label_frame(scene, placement, camera, vpt: dict, rules: LabelRules = LabelRules(), backend: str = "cpu",
-                mesh_renderer: str = "pyrender") -> tuple[np.ndarray, dict]:
+                mesh_renderer: str = "pyrender", render_dropped: bool = True) -> tuple[np.ndarray | None, dict]:
     """Render the viewer's image with the props and compute its per-frame labels.
 
     Returns (uint8 image [H,W,3], row) where row holds the depth-order evidence, both props' visibility
     in the viewer's image, the frame's keep flag / drop reason and the (frame-independent) VPT evidence.
+    With ``render_dropped=False`` a frame that is dropped anyway because a prop lies outside the image is
+    not rendered: the image is None and the visible fractions are NaN.
     """
     from render.compose import composite, render_mesh_layer
+    from scenes.props import surface_samples
+
+    props = [placement.observer, placement.target]
+    if not render_dropped:
+        inside = [in_image_fraction(camera, surface_samples(p)) for p in props]
+        if min(inside) < rules.prop_in_image_min:
+            reasons = [f"{n}_outside_image" for n, f in zip(("observer", "ball"), inside) if f < rules.prop_in_image_min]
+            row = {**depth_order(camera.center, placement.observer, placement.target, rules)}
+            for n, f in zip(("observer", "ball"), inside):
+                row.update({f"{n}_visible_fraction": float("nan"), f"{n}_in_image_fraction": f, f"{n}_pixels": 0})
+            row.update({"keep": False, "drop_reason": ";".join(reasons), **vpt, "label_rule_version": LABEL_RULE_VERSION})
+            return None, row
 
     meshes = placement.meshes()
     comp = composite(scene.gaussians, camera, meshes, scene.background, backend=backend, mesh_renderer=mesh_renderer)
-    alone = [render_mesh_layer([m], camera, mesh_renderer).mask for m in meshes]
+    if props_may_overlap(camera.center, placement):
+        alone = [render_mesh_layer([m], camera, mesh_renderer).mask for m in meshes]
+    else:  # neither prop can hide the other: each one's pixels in the combined layer are its own
+        alone = [comp.layer.index == k for k in range(len(meshes))]
     row = {**depth_order(camera.center, placement.observer, placement.target, rules),
            **viewer_visibility(comp, camera, [placement.observer, placement.target], alone, rules),
            **vpt, "label_rule_version": LABEL_RULE_VERSION}

@@ -116,3 +116,30 @@ def test_props_shapes_and_geometry():
     with pytest.raises(ValueError, match="vpt_hidden_max < vpt_visible_min"):
         LabelRules(vpt_visible_min=0.1, vpt_hidden_max=0.5)
     assert isinstance(Placement(o, ball).to_row()["ball_x"], float)
+
+
+def test_skipping_alone_renders_is_exact(hydrant, monkeypatch):
+    """When the props' view cones are disjoint, the per-prop masks from the combined pass are used;
+    the rows must equal those computed with the two extra renders."""
+    import tasks.labels as labels
+
+    rng = np.random.default_rng(4)
+    from tasks.placement import sample_placement
+
+    pl, _ = sample_placement(hydrant, "visible", rng)
+    cams = hydrant.trajectory.cameras(6, 96, 96)
+    fast = [labels.label_frame(hydrant, pl, c, {}) for c in cams]
+    assert not all(labels.props_may_overlap(c.center, pl) for c in cams), "the fast path is exercised"
+    monkeypatch.setattr(labels, "props_may_overlap", lambda eye, placement: True)
+    slow = [labels.label_frame(hydrant, pl, c, {}) for c in cams]
+    for (ia, ra), (ib, rb) in zip(fast, slow, strict=True):
+        np.testing.assert_array_equal(ia, ib)
+        assert ra == rb
+
+
+def test_props_may_overlap_geometry():
+    from tasks.labels import props_may_overlap
+
+    pl = Placement(Observer((1.0, 0.0, 0.08), 180.0), Target((-1.0, 0.0, 0.09)))
+    assert props_may_overlap([5.0, 0.0, 0.1], pl)       # looking along the props' axis: one behind the other
+    assert not props_may_overlap([0.0, -4.0, 1.0], pl)   # from the side: far apart in the image

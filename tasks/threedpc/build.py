@@ -133,7 +133,7 @@ def basic_scene_rows(cfg: BuildConfig, scene, split: str, tmp: Path, final: Path
         if split == "train" and k >= cfg.settings - cfg.val_settings:
             part = "val"  # validation is held out by setting, never by image
         for f, cam in enumerate(arc.cameras(cfg.frames, cfg.size, cfg.size)):
-            img, lab = label_frame(scene, pl, cam, vpt, cfg.rules)
+            img, lab = label_frame(scene, pl, cam, vpt, cfg.rules, render_dropped=False)
             rel = f"s{k:02d}/f{f:03d}.png"
             if lab["keep"]:
                 _save_png(tmp / rel, img)
