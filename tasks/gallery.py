@@ -1,0 +1,44 @@
+"""An HTML gallery of any generated dataset: a few samples per condition.
+
+    python -m tasks.gallery <dataset dir> [per_condition]
+
+Writes ``<dataset dir>/gallery.html`` (images referenced by relative path, so the page works wherever the
+folder is moved). Works for 2D datasets (``annotations.parquet``) and 3D-PC builds (``metadata.parquet``).
+"""
+from __future__ import annotations
+
+import html
+import sys
+from pathlib import Path
+
+
+def write_gallery(root: str | Path, per_condition: int = 6) -> Path:
+    import pandas as pd
+
+    root = Path(root)
+    if (root / "annotations.parquet").exists():
+        df = pd.read_parquet(root / "annotations.parquet")
+        group = "condition"
+    elif (root / "metadata.parquet").exists():
+        df = pd.read_parquet(root / "metadata.parquet")
+        df = df[df.file_name != ""].copy()
+        df["group"] = df.split + " · vpt " + df.vpt_label.astype(str) + " · depth " + df.depth_label.astype(str)
+        group = "group"
+    else:
+        raise FileNotFoundError(f"{root}: no annotations.parquet or metadata.parquet; is this a generated dataset?")
+    df = df[df.file_name != ""]
+    parts = ["<!doctype html><meta charset='utf-8'><title>" + html.escape(root.name) + "</title>",
+             "<style>body{font-family:sans-serif} img{width:160px;margin:2px;image-rendering:pixelated}"
+             " h3{margin:12px 0 4px}</style>", f"<h1>{html.escape(root.name)}</h1>"]
+    for cond, g in df.groupby(group, sort=True):
+        parts.append(f"<h3>{html.escape(str(cond))} <small>({len(g)} images)</small></h3><div>")
+        for f in g.file_name.head(per_condition):
+            parts.append(f"<img src='{html.escape(f)}' title='{html.escape(f)}'>")
+        parts.append("</div>")
+    out = root / "gallery.html"
+    out.write_text("\n".join(parts))
+    return out
+
+
+if __name__ == "__main__":
+    print(write_gallery(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 6))

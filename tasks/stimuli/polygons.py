@@ -1,0 +1,157 @@
+"""Degraded polygons: the Automated Shape Recoverability Test (Tang & Ley, 2023).
+
+Each base shape is a regular polygon (or a circle) drawn as a black 2-pixel outline on a white
+224×224 canvas, no antialiasing. Sampling, as in the paper: minimum radius ⌊224/5⌋ = 44; centre x, y
+uniform integers in [44 + ⌈t/2⌉ + 1, 224 − 44 − ⌈t/2⌉); radius uniform integer in [44, min(x, y, 224 − x,
+224 − y)); rotation a whole number of degrees in [0, 360) applied to the first vertex; vertices
+(x + r cos(θ + 2πi/N), y + r sin(θ + 2πi/N)) rounded to integers.
+
+Degradation at proportion p_d removes N_s white discs of radius ⌈p_d·P / (2·N_s)⌉ (P = perimeter through the
+rounded vertices): centred on the vertices ("corners", not recoverable) or on the edge midpoints ("edges",
+recoverable). Each disc removes 2r of outline, so the removed fraction is p_d rounded up. Corner and edge
+images at one level come from the same base polygon (same ``pair_id``). Circles exist only whole.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from .registry import Item, field, register
+
+CLASSES = ("circle", "triangle", "square", "pentagon", "hexagon", "heptagon", "octagon")
+SIDES = {"circle": 0, "triangle": 3, "square": 4, "pentagon": 5, "hexagon": 6, "heptagon": 7, "octagon": 8}
+LEVELS = (0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7)
+
+
+@dataclasses.dataclass(frozen=True)
+class PolygonConfig:
+    classes: tuple = field(CLASSES, "shape classes", choices=CLASSES)
+    per_class: int = field(100, "base shapes per class and level", range=(1, 10_000_000))
+    levels: tuple = field(LEVELS, "degradation proportions p_d of the perimeter", range=(0.0, 1.0))
+    variants: tuple = field(("whole", "corners", "edges"), "which images to make",
+                            choices=("whole", "corners", "edges"))
+    size: int = field(224, "canvas size (pixels)", range=(32, 4096))
+    line_width: int = field(2, "outline width (pixels)", range=(1, 16))
+    antialias: bool = field(False, "draw at 4x and downsample (grey edges) instead of binary pixels")
+    channels: int = field(3, "PNG channels (3 as the release, 1 for greyscale)", choices=(1, 3))
+
+
+@dataclasses.dataclass(frozen=True)
+class BaseShape:
+    cls: str
+    cx: int
+    cy: int
+    radius: int
+    rotation_deg: int
+    vertices: tuple  # ((x, y), ...) rounded; empty for circles
+
+    @property
+    def perimeter(self) -> float:
+        if not self.vertices:
+            return 2 * math.pi * self.radius
+        v = np.asarray(self.vertices, float)
+        return float(np.linalg.norm(v - np.roll(v, -1, axis=0), axis=1).sum())
+
+
+def sample_shape(cls: str, rng: np.random.Generator, size: int = 224, line_width: int = 2) -> BaseShape:
+    """One base shape, sampled exactly as described in the module docstring."""
+    min_r = int(size / 5)
+    pad = math.ceil(line_width / 2)
+    cx, cy = (int(v) for v in rng.integers(min_r + pad + 1, size - min_r - pad, size=2))
+    max_r = min(cx, cy, size - cx, size - cy)
+    r = int(rng.integers(min_r, max_r)) if max_r > min_r else min_r
+    rot = int(rng.integers(0, 360))
+    n = SIDES[cls]
+    verts = ()
+    if n:
+        a = math.radians(rot) + 2 * math.pi * np.arange(n) / n
+        verts = tuple(zip(np.rint(cx + r * np.cos(a)).astype(int).tolist(), np.rint(cy + r * np.sin(a)).astype(int).tolist(),
+                          strict=True))
+    return BaseShape(cls, cx, cy, r, rot, verts)
+
+
+def disc_centres(shape: BaseShape, variant: str) -> np.ndarray:
+    v = np.asarray(shape.vertices, float)
+    if variant == "corners":
+        return v
+    return (v + np.roll(v, -1, axis=0)) / 2
+
+
+def disc_radius(shape: BaseShape, level: float) -> int:
+    return int(math.ceil(level * shape.perimeter / (2 * len(shape.vertices))))
+
+
+def removed_fraction(shape: BaseShape, variant: str, level: float, n: int = 4000) -> float:
+    """Fraction of the (ideal, zero-width) outline that lies inside the discs, by arc-length sampling."""
+    v = np.asarray(shape.vertices, float)
+    seg = np.roll(v, -1, axis=0) - v
+    lengths = np.linalg.norm(seg, axis=1)
+    s = (np.arange(n) + 0.5) / n * lengths.sum()
+    k = np.searchsorted(np.cumsum(lengths), s, side="right")
+    t = (s - np.concatenate([[0], np.cumsum(lengths)[:-1]])[k]) / lengths[k]
+    pts = v[k] + t[:, None] * seg[k]
+    c, r = disc_centres(shape, variant), disc_radius(shape, level)
+    inside = (np.linalg.norm(pts[:, None, :] - c[None], axis=2) <= r).any(axis=1)
+    return float(inside.mean())
+
+
+def draw(shape: BaseShape, size: int, line_width: int, variant: str = "whole", level: float = 0.0,
+         antialias: bool = False) -> np.ndarray:
+    """uint8 [size, size] image: black outline on white, optionally degraded."""
+    from PIL import Image, ImageDraw
+
+    k = 4 if antialias else 1
+    img = Image.new("L", (size * k, size * k), 255)
+    d = ImageDraw.Draw(img)
+    if not shape.vertices:
+        r = shape.radius * k
+        d.ellipse([shape.cx * k - r, shape.cy * k - r, shape.cx * k + r, shape.cy * k + r], outline=0, width=line_width * k)
+    else:
+        d.polygon([(x * k, y * k) for x, y in shape.vertices], outline=0, width=line_width * k)
+        if variant in ("corners", "edges"):
+            r = disc_radius(shape, level) * k
+            for x, y in disc_centres(shape, variant) * k:
+                d.ellipse([x - r, y - r, x + r, y + r], fill=255)
+    if antialias:
+        img = img.resize((size, size), Image.Resampling.BOX)
+    return np.asarray(img)
+
+
+def _items(cfg: PolygonConfig, seed: int):
+    for ci, cls in enumerate(cfg.classes):
+        for k in range(cfg.per_class):
+            if "whole" in cfg.variants:
+                yield Item("whole", f"{cls}_whole_{k:06d}", {"shape_class": cls, "sides": SIDES[cls], "level": 0.0,
+                                                             "variant": "whole", "_rng": (seed, ci, k, -1)})
+            if cls == "circle":
+                continue
+            for li, level in enumerate(cfg.levels):
+                pair = f"{cls}_p{level:.2f}_{k:06d}"
+                for variant in ("corners", "edges"):
+                    if variant in cfg.variants:
+                        yield Item(f"{variant}_p{level:.2f}", f"{cls}_{variant}_p{level:.2f}_{k:06d}",
+                                   {"shape_class": cls, "sides": SIDES[cls],
+                                   "level": float(level), "variant": variant, "_rng": (seed, ci, k, li)}, pair)
+
+
+@register("degraded_polygons", PolygonConfig, "Tang & Ley (2023) degraded polygons: whole, corner- and edge-degraded",
+          "papers/degraded-polygons.txt")
+def items(cfg: PolygonConfig, seed: int):
+    return _items(cfg, seed)
+
+
+def render(cfg: PolygonConfig, item: Item):
+    rng = np.random.default_rng([int(x) + 1 for x in item.params["_rng"]])
+    shape = sample_shape(item.params["shape_class"], rng, cfg.size, cfg.line_width)
+    variant, level = item.params["variant"], item.params["level"]
+    img = draw(shape, cfg.size, cfg.line_width, variant, level, cfg.antialias)
+    if cfg.channels == 3:
+        img = np.repeat(img[:, :, None], 3, axis=2)
+    extra = {"cx": shape.cx, "cy": shape.cy, "radius": shape.radius, "rotation_deg": shape.rotation_deg,
+             "perimeter": shape.perimeter}
+    if variant != "whole":
+        extra["disc_radius"] = disc_radius(shape, level)
+        extra["removed_fraction"] = removed_fraction(shape, variant, level)
+    return img, extra

@@ -1,0 +1,124 @@
+"""The 2D stimulus-generator contract and registry.
+
+A generator is registered with :func:`register` and provides
+
+* ``Config`` — a frozen dataclass: every parameter with a default; units and allowed values in the
+  field metadata (``help``, ``choices``, ``range``); :func:`validate_config` enforces them;
+* ``items(config, seed)`` — a deterministic iterator of :class:`Item` specifications (cheap: no pixels);
+* ``render(config, item)`` — the pixels of one item (uint8 [H, W] or [H, W, 3]) and its extra columns.
+
+Splitting "what to make" (items) from "making it" (render) lets the shared writer shard the work over
+processes, resume, and stay byte-identical whatever the worker count.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator
+from typing import Any
+
+
+class ConfigError(ValueError):
+    pass
+
+
+@dataclasses.dataclass(frozen=True)
+class Item:
+    """One image to make: where it goes and what describes it.
+
+    ``condition`` names the folder (e.g. ``corners_p0.30``); ``item_id`` is unique within the dataset;
+    ``pair_id`` links images made from the same base item (e.g. corner/edge pairs); ``params`` are the
+    generator's own per-item parameters (become table columns).
+    """
+
+    condition: str
+    item_id: str
+    params: dict[str, Any]
+    pair_id: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Generator:
+    name: str
+    Config: type
+    items: Callable[[Any, int], Iterator[Item]]
+    module: str
+    description: str = ""
+    reference: str = ""
+
+    @property
+    def render(self) -> Callable[[Any, Item], tuple[Any, dict]]:
+        """The module's ``render`` (looked up at call time: it is defined after the decorator runs)."""
+        import importlib
+
+        return importlib.import_module(self.module).render
+
+
+GENERATORS: dict[str, Generator] = {}
+
+
+def register(name: str, Config: type, description: str, reference: str = ""):
+    """Decorator for a module-level ``items`` function; the module also defines ``render``."""
+
+    def deco(items_fn):
+        GENERATORS[name] = Generator(name, Config, items_fn, items_fn.__module__, description, reference)
+        return items_fn
+
+    return deco
+
+
+def field(default, help: str, choices=None, range=None, **kw):  # noqa: A002 - mirrors dataclasses.field
+    meta = {"help": help}
+    if choices is not None:
+        meta["choices"] = tuple(choices)
+    if range is not None:
+        meta["range"] = tuple(range)
+    if isinstance(default, (list, dict)):
+        return dataclasses.field(default_factory=lambda d=default: type(d)(d), metadata=meta, **kw)
+    return dataclasses.field(default=default, metadata=meta, **kw)
+
+
+def validate_config(cfg) -> None:
+    """Check every field's type, choices and range; name the field, the value and what is allowed."""
+    for f in dataclasses.fields(cfg):
+        v = getattr(cfg, f.name)
+        choices, rng = f.metadata.get("choices"), f.metadata.get("range")
+        values = v if isinstance(v, (list, tuple)) else [v]
+        for x in values:
+            if choices is not None and x not in choices:
+                raise ConfigError(f"{f.name}={x!r} is not allowed; allowed values: {', '.join(map(str, choices))}")
+            if rng is not None and not (rng[0] <= x <= rng[1]):
+                raise ConfigError(f"{f.name}={x!r} is out of range [{rng[0]}, {rng[1]}] ({f.metadata.get('help', '')})")
+
+
+def make_config(gen: Generator, params: dict[str, Any]):
+    """Build a generator's config from user parameters (unknown keys are an error listing the known ones)."""
+    known = {f.name: f for f in dataclasses.fields(gen.Config)}
+    unknown = sorted(set(params) - set(known))
+    if unknown:
+        raise ConfigError(f"dataset {gen.name!r}: unknown parameter(s) {unknown}; known: {', '.join(known)}")
+    coerced = {}
+    for k, v in params.items():
+        default = known[k].default if known[k].default is not dataclasses.MISSING else known[k].default_factory()
+        if isinstance(default, tuple) and isinstance(v, list):
+            v = tuple(v)
+        elif isinstance(default, float) and isinstance(v, int) and not isinstance(v, bool):
+            v = float(v)
+        elif default is not None and not isinstance(v, type(default)) and not (isinstance(default, tuple)):
+            raise ConfigError(f"dataset {gen.name!r}: {k}={v!r} should be a {type(default).__name__} ({known[k].metadata.get('help', '')})")
+        coerced[k] = v
+    cfg = gen.Config(**coerced)
+    validate_config(cfg)
+    return cfg
+
+
+def describe(gen: Generator) -> str:
+    lines = [f"{gen.name}: {gen.description}"]
+    for f in dataclasses.fields(gen.Config):
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        extra = ""
+        if "choices" in f.metadata:
+            extra = f" (one of {', '.join(map(str, f.metadata['choices']))})"
+        elif "range" in f.metadata:
+            extra = f" (in [{f.metadata['range'][0]}, {f.metadata['range'][1]}])"
+        lines.append(f"    {f.name} = {default!r}: {f.metadata.get('help', '')}{extra}")
+    return "\n".join(lines)

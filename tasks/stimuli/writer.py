@@ -1,0 +1,155 @@
+"""The one writer every 2D generator uses.
+
+Output folder::
+
+    <condition>/<item_id>.png         one folder per condition
+    annotations.parquet / .csv        file_name, dataset, condition, item_id, pair_id, seed + generator columns
+    config.json                       the resolved configuration (dataset, seed, every parameter)
+    manifest.json                     package version, counts per condition, skipped inputs, sha256 per image
+
+Work is cut into shards of consecutive items; each shard renders its images (each written under a
+temporary name and renamed) and then its rows (``.shards/NNNNN.parquet``, the shard's completion mark).
+A re-run renders only missing shards. Items are a deterministic function of (config, seed), and shards
+are assembled in order, so the output does not depend on the number of workers.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import json
+import logging
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .registry import GENERATORS, ConfigError, Item, make_config
+
+log = logging.getLogger(__name__)
+STANDARD_COLUMNS = ["file_name", "dataset", "condition", "item_id", "pair_id", "seed"]
+
+
+class SkipItem(Exception):
+    """Raised by a generator's ``render`` for an input it cannot use (unreadable file, not an image)."""
+
+
+def png_bytes(img: np.ndarray, compress_level: int = 6) -> bytes:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(np.asarray(img, np.uint8)).save(buf, format="PNG", compress_level=compress_level)
+    return buf.getvalue()
+
+
+def _atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def _render_shard(args) -> int:
+    name, cfg, seed, index, items, out, compress_level = args
+    import pandas as pd
+
+    gen = GENERATORS[name]
+    out = Path(out)
+    rows = []
+    for it in items:
+        folder = out / it.condition
+        folder.mkdir(parents=True, exist_ok=True)
+        base = {"file_name": f"{it.condition}/{it.item_id}.png", "dataset": name, "condition": it.condition,
+                "item_id": it.item_id, "pair_id": it.pair_id, "seed": seed,
+                **{k: v for k, v in it.params.items() if not k.startswith("_")}}  # "_" keys: private to render
+        try:
+            img, extra = gen.render(cfg, it)
+        except SkipItem as e:
+            log.warning("skipped %s: %s", it.item_id, e)
+            rows.append({**base, "file_name": "", "skipped": str(e)})
+            continue
+        _atomic(out / base["file_name"], png_bytes(img, compress_level))
+        rows.append({**base, **extra, "skipped": ""})
+    shard = out / ".shards" / f"{index:05d}.parquet"
+    tmp = shard.with_name(f".{shard.name}.tmp{os.getpid()}")
+    pd.DataFrame(rows).to_parquet(tmp, index=False)
+    os.replace(tmp, shard)
+    return len(rows)
+
+
+def _table(rows):
+    """Explicit dtypes: standard columns as strings (seed int64); numbers float64/int64; the rest strings."""
+    import pandas as pd
+
+    df = rows
+    dtypes: dict[str, Any] = {c: "string" for c in STANDARD_COLUMNS}
+    dtypes["seed"] = "int64"
+    for c in df.columns:
+        if c in dtypes:
+            continue
+        kind = df[c].dtype.kind
+        dtypes[c] = {"f": "float64", "i": "int64", "u": "int64", "b": "boolean"}.get(kind, "string")
+    return df.astype(dtypes)
+
+
+def write_dataset(name: str, out: str | os.PathLike, params: dict | None = None, seed: int = 0, workers: int = 1,
+                  overwrite: bool = False, shard_size: int = 500, compress_level: int = 6, progress: bool = True) -> Path:
+    """Generate dataset ``name`` into ``out``; returns the folder. See module docstring."""
+    import pandas as pd
+    from tqdm import tqdm
+
+    if name not in GENERATORS:
+        raise ConfigError(f"unknown dataset {name!r}; available: {', '.join(sorted(GENERATORS))}")
+    gen = GENERATORS[name]
+    cfg = make_config(gen, dict(params or {}))
+    out = Path(out)
+    resolved = {"dataset": name, "seed": int(seed), "config": json.loads(json.dumps(dataclasses.asdict(cfg), default=list))}
+    cfg_file = out / "config.json"
+    if cfg_file.exists():
+        previous = json.loads(cfg_file.read_text())
+        if previous != resolved:
+            if not overwrite:
+                raise ConfigError(f"{out}: holds a dataset made with a different configuration ({previous}); "
+                                  "choose another out= or pass overwrite=true")
+            shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+    _atomic(cfg_file, json.dumps(resolved, indent=2, sort_keys=True).encode())
+    items: list[Item] = list(gen.items(cfg, int(seed)))
+    ids = [it.item_id for it in items]
+    if len(set(ids)) != len(ids):
+        raise RuntimeError(f"generator {name!r} produced duplicate item ids")
+    (out / ".shards").mkdir(exist_ok=True)
+    shards = [items[i:i + shard_size] for i in range(0, len(items), shard_size)]
+    todo = [k for k in range(len(shards)) if not (out / ".shards" / f"{k:05d}.parquet").exists()]
+    jobs = [(name, cfg, int(seed), k, shards[k], str(out), compress_level) for k in todo]
+    bar = tqdm(total=sum(len(shards[k]) for k in todo), desc=name, unit="img", disable=not progress)
+    if workers <= 1 or len(jobs) <= 1:
+        for j in jobs:
+            bar.update(_render_shard(j))
+    else:
+        import concurrent.futures as cf
+        import multiprocessing as mp
+
+        with cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as ex:
+            for n in ex.map(_render_shard, jobs):
+                bar.update(n)
+    bar.close()
+    df = pd.concat([pd.read_parquet(out / ".shards" / f"{k:05d}.parquet") for k in range(len(shards))], ignore_index=True)
+    df = _table(df)
+    from render.trajectory import write_table
+
+    write_table(df, out / "annotations")
+    made = df[df.file_name != ""]
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        pkg = version("vantage")
+    except PackageNotFoundError:
+        pkg = "unknown"
+    manifest = {"dataset": name, "vantage_version": pkg, "seed": int(seed), "images": int(len(made)),
+                "counts": {str(k): int(v) for k, v in made.condition.value_counts().sort_index().items()},
+                "skipped": {str(r.item_id): str(r.skipped) for r in df[df.file_name == ""].itertuples()},
+                "sha256": {f: hashlib.sha256((out / f).read_bytes()).hexdigest() for f in made.file_name}}
+    _atomic(out / "manifest.json", json.dumps(manifest, indent=1, sort_keys=True).encode())
+    return out

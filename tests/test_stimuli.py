@@ -1,0 +1,220 @@
+"""2D generators: the properties each one claims, measured on its output; the shared writer; the CLI."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tasks.stimuli import ConfigError, write_dataset
+from tasks.stimuli.gratings import DIRECTIONS, abutting_grating, bilinear_upsample
+from tasks.stimuli.polygons import LEVELS, SIDES, disc_radius, draw, removed_fraction, sample_shape
+
+
+# ---------------------------------------------------------------------- degraded polygons
+def test_removed_perimeter_fraction_matches_level_on_many_shapes():
+    rng = np.random.default_rng(0)
+    geo_err, pix_err = [], []
+    for cls in ("triangle", "square", "pentagon", "hexagon", "heptagon", "octagon"):
+        for _ in range(12):
+            s = sample_shape(cls, rng)
+            whole = (draw(s, 224, 2) == 0).sum()
+            for level in LEVELS:
+                for variant in ("corners", "edges"):
+                    f = removed_fraction(s, variant, level)
+                    n = len(s.vertices)
+                    # discs of radius ceil(p·P/2N) remove 2r per disc: p <= f <= p + 2N/P (the ceil)
+                    assert level - 1e-3 <= f <= level + 2 * n / s.perimeter + 5e-3, (cls, level, variant, f)
+                    geo_err.append(f - level)
+                    left = (draw(s, 224, 2, variant, level) == 0).sum()
+                    pix_err.append((1 - left / whole) - f)
+    assert np.mean(geo_err) < 0.03
+    # measured in pixels of the 2-px outline, the removed share agrees with the geometric one
+    assert abs(np.mean(pix_err)) < 0.03 and np.percentile(np.abs(pix_err), 90) < 0.08
+
+
+def test_sampling_follows_the_paper():
+    rng = np.random.default_rng(1)
+    for cls in SIDES:
+        for _ in range(200):
+            s = sample_shape(cls, rng)
+            assert 46 <= s.cx <= 178 and 46 <= s.cy <= 178  # [44 + 1 + 1, 224 - 44 - 1)
+            assert 44 <= s.radius < max(min(s.cx, s.cy, 224 - s.cx, 224 - s.cy), 45)
+            assert 0 <= s.rotation_deg < 360 and isinstance(s.rotation_deg, int)
+            assert len(s.vertices) == SIDES[cls]
+    s = sample_shape("square", np.random.default_rng(2))
+    img = draw(s, 224, 2, "corners", 0.3)
+    assert set(np.unique(img)) <= {0, 255}, "binary, no antialiasing"
+    aa = draw(s, 224, 2, "corners", 0.3, antialias=True)
+    assert len(np.unique(aa)) > 2
+    # discs: corners on the vertices, edges on the midpoints, radius ceil(p·P/(2N))
+    assert disc_radius(s, 0.3) == int(np.ceil(0.3 * s.perimeter / 8))
+    vx, vy = s.vertices[0]
+    assert (img[vy - 1:vy + 2, vx - 1:vx + 2] == 255).all()  # the corner is gone
+
+
+def test_polygon_dataset_pairs_and_table(tmp_path):
+    out = write_dataset("degraded_polygons", tmp_path / "p", {"per_class": 3, "levels": [0.2, 0.5]},
+                        seed=4, progress=False)
+    df = pd.read_parquet(out / "annotations.parquet")
+    assert list(df.columns[:6]) == ["file_name", "dataset", "condition", "item_id", "pair_id", "seed"]
+    assert str(df.file_name.dtype) == "string" and str(df.seed.dtype) == "int64" and str(df.level.dtype) == "float64"
+    assert set(df.condition) == {"whole", "corners_p0.20", "edges_p0.20", "corners_p0.50", "edges_p0.50"}
+    assert (df[df.condition == "whole"].shape_class.value_counts() == 3).all()
+    assert "circle" not in set(df[df.variant != "whole"].shape_class)  # circles only whole
+    deg = df[df.variant != "whole"]
+    for _, g in deg.groupby("pair_id"):  # corner/edge pairs share the base polygon
+        assert len(g) == 2 and set(g.variant) == {"corners", "edges"}
+        assert g.cx.nunique() == 1 and g.radius.nunique() == 1 and g.rotation_deg.nunique() == 1
+    assert ((deg.removed_fraction >= deg.level - 1e-3) & (deg.removed_fraction < deg.level + 0.1)).all()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["images"] == len(df) and len(manifest["sha256"]) == len(df)
+    from PIL import Image
+
+    im = np.asarray(Image.open(out / df.file_name.iloc[0]))
+    assert im.shape == (224, 224, 3)
+
+
+# ---------------------------------------------------------------------- abutting gratings
+def _blob(h=96, w=96):
+    r, c = np.indices((h, w))
+    return ((r - 48) ** 2 / 30**2 + (c - 44) ** 2 / 22**2) < 1
+
+
+@pytest.mark.parametrize("direction", list(DIRECTIONS))
+@pytest.mark.parametrize("interval", [2, 4, 7, 8])
+def test_grating_period_and_phase(direction, interval):
+    fig = _blob()
+    g = abutting_grating(fig, interval, direction) > 0
+    d0, d1 = DIRECTIONS[direction]
+    r, c = np.indices(fig.shape)
+    s = np.mod(d0 * r + d1 * c, interval)
+    # measured: every lit figure pixel has phase 0, every lit background pixel phase interval // 2 ...
+    assert (s[g & fig] == 0).all() and (s[g & ~fig] == interval // 2).all()
+    # ... and the lines are complete (every pixel of that phase is lit)
+    assert g[fig & (s == 0)].all() and g[~fig & (s == interval // 2)].all()
+    # period along a background column (horizontal) / row (vertical)
+    if direction == "horizontal":
+        lit_rows = np.flatnonzero(g[:, 0])
+        assert (np.diff(lit_rows) == interval).all() and lit_rows[0] == interval // 2
+    if direction == "vertical":
+        lit_cols = np.flatnonzero(g[0, :])
+        assert (np.diff(lit_cols) == interval).all()
+
+
+@pytest.mark.parametrize("direction", list(DIRECTIONS))
+def test_figure_boundary_has_no_luminance_edge(direction):
+    """The illusion's definition: local mean luminance is the same on both sides of the contour."""
+    from scipy.ndimage import distance_transform_edt, uniform_filter
+
+    interval = 6
+    fig = _blob(160, 160)
+    lum = uniform_filter(abutting_grating(fig, interval, direction) / 255.0, size=2 * interval, mode="wrap")
+    inside = distance_transform_edt(fig)
+    outside = distance_transform_edt(~fig)
+    band_in = (inside > interval) & (inside <= 2 * interval)
+    band_out = (outside > interval) & (outside <= 2 * interval)
+    a, b = lum[band_in].mean(), lum[band_out].mean()
+    assert abs(a - b) < 0.01 * max(a, b) + 1e-3
+    assert abs(a - 1 / interval) < 0.15 / interval  # one lit line per period
+
+
+def test_bilinear_upsample_matches_align_corners_false():
+    import torch
+
+    img = np.random.default_rng(0).random((28, 28))
+    ref = torch.nn.functional.interpolate(torch.tensor(img)[None, None], scale_factor=8, mode="bilinear",
+                                          align_corners=False)[0, 0].numpy()
+    np.testing.assert_allclose(bilinear_upsample(img, 8.0), ref, atol=1e-12)
+
+
+def test_grating_datasets_and_skipped_inputs(tmp_path):
+    out = write_dataset("abutting_digits", tmp_path / "d", {"n_images": 5, "intervals": [2, 4]}, progress=False)
+    df = pd.read_parquet(out / "annotations.parquet")
+    assert len(df) == 5 * (1 + 2 * 4) and set(df.label) <= set("0123456789")
+    from PIL import Image
+
+    assert np.asarray(Image.open(out / df.file_name.iloc[0])).shape == (28, 28, 3)
+    hi = write_dataset("abutting_digits", tmp_path / "h", {"n_images": 2, "resolution": "high", "intervals": [8]},
+                       progress=False)
+    assert np.asarray(Image.open(hi / "horizontal_i08" / "00000_horizontal_i08.png")).shape == (224, 224, 3)
+    # a user folder with one unreadable file: skipped with a reason, counted in the manifest
+    src = tmp_path / "src" / "cat"
+    src.mkdir(parents=True)
+    Image.fromarray(np.where(_blob(64, 64), 0, 255).astype(np.uint8)).save(src / "a.png")
+    (src / "notes.txt").write_text("not an image")
+    s = write_dataset("abutting_silhouettes", tmp_path / "s", {"source": str(tmp_path / "src"), "size": 64,
+                      "intervals": [4], "directions": ["vertical"]}, progress=False)
+    manifest = json.loads((s / "manifest.json").read_text())
+    assert manifest["images"] == 2 and len(manifest["skipped"]) == 2
+    assert all("not a readable image" in v for v in manifest["skipped"].values())
+
+
+# ---------------------------------------------------------------------- writer and CLI
+def test_writer_deterministic_resumable_and_refuses_other_config(tmp_path):
+    p = {"per_class": 4, "levels": [0.3], "classes": ["triangle", "square"]}
+    a = write_dataset("degraded_polygons", tmp_path / "a", p, seed=1, workers=1, shard_size=5, progress=False)
+    b = write_dataset("degraded_polygons", tmp_path / "b", p, seed=1, workers=2, shard_size=5, progress=False)
+    ma, mb = (json.loads((x / "manifest.json").read_text()) for x in (a, b))
+    assert ma["sha256"] == mb["sha256"]
+    assert (a / "annotations.parquet").read_bytes() == (b / "annotations.parquet").read_bytes()
+    (b / ".shards" / "00001.parquet").unlink()
+    victim = b / pd.read_parquet(a / "annotations.parquet").file_name.iloc[7]
+    victim.unlink()
+    write_dataset("degraded_polygons", b, p, seed=1, workers=1, shard_size=5, progress=False)
+    assert json.loads((b / "manifest.json").read_text())["sha256"] == ma["sha256"]
+    with pytest.raises(ConfigError, match="different configuration"):
+        write_dataset("degraded_polygons", b, {**p, "per_class": 5}, seed=1, progress=False)
+    c = write_dataset("degraded_polygons", tmp_path / "a", p, seed=2, overwrite=True, progress=False)
+    assert json.loads((c / "config.json").read_text())["seed"] == 2
+
+
+def test_bad_parameters_list_allowed_values(tmp_path):
+    with pytest.raises(ConfigError, match="classes='dodecagon' is not allowed; allowed values: circle, triangle"):
+        write_dataset("degraded_polygons", tmp_path / "x", {"classes": ["dodecagon"]}, progress=False)
+    with pytest.raises(ConfigError, match=r"levels=1.5 is out of range \[0.0, 1.0\]"):
+        write_dataset("degraded_polygons", tmp_path / "x", {"levels": [1.5]}, progress=False)
+    with pytest.raises(ConfigError, match="unknown parameter\\(s\\) \\['level'\\]; known: classes"):
+        write_dataset("degraded_polygons", tmp_path / "x", {"level": 0.2}, progress=False)
+    with pytest.raises(ConfigError, match="unknown dataset 'mnist'"):
+        write_dataset("mnist", tmp_path / "x", {}, progress=False)
+    with pytest.raises(ConfigError, match="direction='diagonal'; one of horizontal"):
+        abutting_grating(_blob(), 4, "diagonal")
+
+
+def test_cli_list_generate_and_gallery(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "tasks.generate", "--list"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "degraded_polygons" in r.stdout and "abutting_silhouettes" in r.stdout
+    assert "per_class = 100" in r.stdout
+    r = subprocess.run([sys.executable, "-m", "tasks.generate", "dataset=degraded_polygons", f"out={tmp_path / 'p'}",
+                        "per_class=2", "levels=[0.4]", "antialias=true"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([sys.executable, "-m", "tasks.generate", "dataset=degraded_polygons", f"out={tmp_path / 'q'}",
+                        "levels=[2.0]"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "out of range" in r.stderr
+    from tasks.gallery import write_gallery
+
+    page = write_gallery(tmp_path / "p", 2).read_text()
+    assert page.count("<h3>") == 3 and page.count("<img") == 6
+
+
+# ---------------------------------------------------------------------- 16-class ImageNet
+def test_imagenet16_mapping_and_decision():
+    from tasks.imagenet16 import categories, category_scores, decide, mapping
+
+    table = mapping()["categories"]
+    idx = [i for v in table.values() for i in v]
+    assert len(idx) == 207 and len(set(idx)) == 207 and all(0 <= i < 1000 for i in idx)
+    assert categories() == sorted(categories()) and len(categories()) == 16
+    p = np.full(1000, 1e-4)
+    p[294] = 0.5  # a bear class
+    names, _ = decide(p[None])
+    assert names[0] == "bear"
+    q = np.zeros(1000)
+    q[table["dog"]] = 0.6 / len(table["dog"])  # much mass spread over many dog classes
+    q[499] = 0.05  # a little on the single knife class
+    assert decide(q, "sum")[0] == "dog" and decide(q, "mean")[0] == "knife"
+    np.testing.assert_allclose(category_scores(q, "max")[categories().index("knife")], 0.05)
+    with pytest.raises(ValueError, match="aggregation='median'"):
+        category_scores(q, "median")
