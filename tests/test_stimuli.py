@@ -218,3 +218,34 @@ def test_imagenet16_mapping_and_decision():
     np.testing.assert_allclose(category_scores(q, "max")[categories().index("knife")], 0.05)
     with pytest.raises(ValueError, match="aggregation='median'"):
         category_scores(q, "median")
+
+
+def test_png_encoder_round_trips_through_pil():
+    import io
+
+    from PIL import Image
+
+    from tasks.stimuli.writer import png_bytes
+
+    rng = np.random.default_rng(0)
+    for shape in [(7, 5), (31, 17, 3), (224, 224, 3)]:
+        a = rng.integers(0, 256, shape, dtype=np.uint8)
+        b = np.asarray(Image.open(io.BytesIO(png_bytes(a))))
+        np.testing.assert_array_equal(a, b)
+
+
+def test_removed_fraction_exact_against_dense_sampling():
+    rng = np.random.default_rng(5)
+    for cls in ("triangle", "square", "heptagon", "octagon"):
+        s = sample_shape(cls, rng)
+        v = np.asarray(s.vertices, float)
+        seg = np.roll(v, -1, axis=0) - v
+        t = (np.arange(20000) + 0.5) / 20000
+        for variant in ("corners", "edges"):
+            for level in (0.1, 0.4, 0.7):
+                c, r = (np.asarray(x) for x in (__import__("tasks.stimuli.polygons", fromlist=["x"]).disc_centres(s, variant),
+                                                disc_radius(s, level)))
+                pts = (v[:, None, :] + t[None, :, None] * seg[:, None, :])  # [edge, t, 2]
+                inside = (np.linalg.norm(pts[:, :, None, :] - c[None, None], axis=-1) <= r).any(-1)
+                dense = (inside.mean(1) * np.linalg.norm(seg, axis=1)).sum() / np.linalg.norm(seg, axis=1).sum()
+                assert removed_fraction(s, variant, level) == pytest.approx(dense, abs=2e-4)

@@ -83,18 +83,33 @@ def disc_radius(shape: BaseShape, level: float) -> int:
     return int(math.ceil(level * shape.perimeter / (2 * len(shape.vertices))))
 
 
-def removed_fraction(shape: BaseShape, variant: str, level: float, n: int = 4000) -> float:
-    """Fraction of the (ideal, zero-width) outline that lies inside the discs, by arc-length sampling."""
+def removed_fraction(shape: BaseShape, variant: str, level: float) -> float:
+    """Exact fraction of the (ideal, zero-width) outline inside the discs: per edge, the parameter
+    intervals where the segment lies within each disc (a quadratic), merged, summed over edges."""
     v = np.asarray(shape.vertices, float)
-    seg = np.roll(v, -1, axis=0) - v
-    lengths = np.linalg.norm(seg, axis=1)
-    s = (np.arange(n) + 0.5) / n * lengths.sum()
-    k = np.searchsorted(np.cumsum(lengths), s, side="right")
-    t = (s - np.concatenate([[0], np.cumsum(lengths)[:-1]])[k]) / lengths[k]
-    pts = v[k] + t[:, None] * seg[k]
+    a, d = v, np.roll(v, -1, axis=0) - v                     # edges a + t·d, t ∈ [0, 1]
     c, r = disc_centres(shape, variant), disc_radius(shape, level)
-    inside = (np.linalg.norm(pts[:, None, :] - c[None], axis=2) <= r).any(axis=1)
-    return float(inside.mean())
+    f = a[:, None, :] - c[None, :, :]                         # [edge, disc, 2]
+    qa = (d * d).sum(-1)[:, None]
+    qb = 2 * (f * d[:, None, :]).sum(-1)
+    qc = (f * f).sum(-1) - r * r
+    disc = qb * qb - 4 * qa * qc
+    root = np.sqrt(np.clip(disc, 0, None))
+    t0 = np.clip((-qb - root) / (2 * qa), 0, 1)
+    t1 = np.clip((-qb + root) / (2 * qa), 0, 1)
+    t1 = np.where(disc > 0, t1, t0)
+    lengths = np.sqrt(qa[:, 0])
+    removed = 0.0
+    for e in range(len(v)):
+        spans = sorted(zip(t0[e], t1[e], strict=True))
+        end, covered = 0.0, 0.0
+        for lo, hi in spans:
+            lo = max(lo, end)
+            if hi > lo:
+                covered += hi - lo
+                end = hi
+        removed += covered * lengths[e]
+    return float(removed / lengths.sum())
 
 
 def draw(shape: BaseShape, size: int, line_width: int, variant: str = "whole", level: float = 0.0,

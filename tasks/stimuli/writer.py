@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import io
 import json
 import logging
 import os
 import shutil
+import struct
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -36,12 +37,37 @@ class SkipItem(Exception):
     """Raised by a generator's ``render`` for an input it cannot use (unreadable file, not an image)."""
 
 
-def png_bytes(img: np.ndarray, compress_level: int = 6) -> bytes:
-    from PIL import Image
+def _chunk(tag: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF)
 
-    buf = io.BytesIO()
-    Image.fromarray(np.asarray(img, np.uint8)).save(buf, format="PNG", compress_level=compress_level)
-    return buf.getvalue()
+
+try:  # ISA-L's deflate: ~15x faster than zlib at level 1 with smaller output on flat images
+    from isal import isal_zlib as _deflate
+
+    def _compress(data: bytes, level: int) -> bytes:
+        return _deflate.compress(data, 0 if level == 0 else 1)
+except ImportError:  # pragma: no cover - isal is a declared dependency; zlib is the fallback
+    def _compress(data: bytes, level: int) -> bytes:
+        return zlib.compress(data, level)
+
+
+def png_bytes(img: np.ndarray, compress_level: int = 6) -> bytes:
+    """8-bit greyscale [H, W] or RGB [H, W, 3] PNG. A minimal encoder (filter 0, one deflate stream, by
+    ISA-L when installed), many times faster than PIL's for the mostly flat images stimuli are; any PNG
+    decoder reads it (tested against PIL). ``compress_level`` 0 stores uncompressed."""
+    a = np.ascontiguousarray(np.asarray(img, np.uint8))
+    if a.ndim == 2:
+        colour = 0
+    elif a.ndim == 3 and a.shape[2] == 3:
+        colour = 2
+    else:
+        raise ValueError(f"png_bytes: need [H, W] or [H, W, 3] uint8, got shape {list(a.shape)}")
+    h, w = a.shape[:2]
+    raw = np.zeros((h, 1 + a[0].size), np.uint8)
+    raw[:, 1:] = a.reshape(h, -1)
+    head = struct.pack(">IIBBBBB", w, h, 8, colour, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", head)
+            + _chunk(b"IDAT", _compress(raw.tobytes(), compress_level)) + _chunk(b"IEND", b""))
 
 
 def _atomic(path: Path, data: bytes) -> None:
