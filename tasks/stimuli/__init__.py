@@ -1,5 +1,5 @@
 """2D stimulus generators: one contract (registry.py), one writer (writer.py), one CLI (tasks.generate)."""
-from . import gratings, polygons  # noqa: F401  (register the generators)
+from . import distortions, gratings, polygons  # noqa: F401  (register the generators)
 from .registry import GENERATORS, ConfigError, Item, describe
 from .writer import SkipItem, write_dataset
 
