@@ -139,3 +139,40 @@ def test_distortion_dataset(tmp_path):
     df = pd.read_parquet(out / "annotations.parquet")
     assert len(df) == 8 * (8 + 4 + 2 + 7) and "contrast_c05" in set(df.condition)
     assert df.groupby("pair_id").size().eq(21).all()
+
+
+def test_eidolon_reach_zero_returns_blurred_image_and_displacement_grows():
+    from tasks.stimuli.eidolon import blur, eidolon, fat_plane, noise_field, noise_plane, scales
+
+    import skimage.data
+
+    g = D._square(skimage.data.camera(), 64)[..., 0] * 255
+    for mode in ("faithful", "clean"):
+        zero = eidolon(g, 0.0, 1.0, 10.0, np.random.default_rng(0), mode)
+        plane, (t, l) = fat_plane(g)
+        s0 = blur(plane, scales(64)[0], mode)[t:t + 64, l:l + 64]
+        np.testing.assert_allclose(zero, np.clip(s0, 0, 255), atol=1e-6)  # Σ DOG layers = S_0
+        assert np.abs(zero - g).mean() < 12  # σ0 = 0.71 px: a light blur
+        diffs = [np.abs(eidolon(g, r, c, 10.0, np.random.default_rng(1), mode) - zero).mean()
+                 for c in (1.0, 0.0) for r in (1, 4, 16)]
+        assert diffs[0] < diffs[1] < diffs[2] and diffs[3] < diffs[4] < diffs[5], (mode, diffs)
+    # the original's normalisation quirk leaves the field unnormalised: std ≈ 0.75 at grain 10 on 512²
+    f = noise_field(noise_plane((512, 512), np.random.default_rng(2)), 10.0, "faithful")
+    assert 0.6 < f.std() < 0.9
+    assert abs(noise_field(noise_plane((512, 512), np.random.default_rng(2)), 10.0, "clean").std() - 1) < 1e-9
+
+
+def test_eidolon_faithful_flattened_convolution_is_close_to_2d():
+    from tasks.stimuli.eidolon import blur
+
+    # on a 512² noise plane at the grain scale (σ = 10) the flattened 1-D convolution is ~6% off the true
+    # 2-D one, as measured on the original: half of each kernel row is taken from the row above
+    x = np.random.default_rng(3).normal(size=(512, 512))
+    a, b = blur(x, 10.0, "clean"), blur(x, 10.0, "faithful")
+    rel = np.abs(a - b).max() / np.abs(a).max()
+    assert 0.02 < rel < 0.08
+
+
+def test_eidolon_conditions_codes():
+    assert D.CONDITIONS["eidolon_II"]["8-3-10"] == (8, 0.3)
+    assert len(D.CONDITIONS["eidolon_III"]) == 8

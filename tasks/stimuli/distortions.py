@@ -44,7 +44,12 @@ CONDITIONS: dict[str, dict[str, object]] = {
     "power_equalisation": {"0": False, "pow": True},
     "opponent_colour": {"False": False, "True": True},
     "rotation": {str(d): d for d in (0, 90, 180, 270)},
+    # Eidolon I / II / III: (reach, coherence), grain 10; codes reach-coh-grain with coh 10 / 3 / 0
+    "eidolon_I": {f"{r}-10-10": (r, 1.0) for r in (1, 2, 4, 8, 16, 32, 64, 128)},
+    "eidolon_II": {f"{r}-3-10": (r, 0.3) for r in (1, 2, 4, 8, 16, 32, 64, 128)},
+    "eidolon_III": {f"{r}-0-10": (r, 0.0) for r in (1, 2, 4, 8, 16, 32, 64, 128)},
 }
+EIDOLON_GRAIN = 10.0
 
 
 def grey(img: np.ndarray) -> np.ndarray:
@@ -169,6 +174,17 @@ def opponent_colour(img, invert: bool = True, rng=None):
     return dkl_to_rgb(d)
 
 
+def eidolon(img, level: tuple[float, float], rng: np.random.Generator, mode: str = "faithful"):
+    """Eidolon (PartiallyCoherentDisarray, ``tasks/stimuli/eidolon.py``) with level = (reach, coherence),
+    grain 10, on the greyscale image (0.299 R + 0.587 G + 0.114 B as in the toolbox)."""
+    from .eidolon import eidolon as _eidolon
+
+    reach, coherence = level
+    a = np.asarray(img, np.float64)
+    g = (a @ np.array([0.299, 0.587, 0.114]) if a.ndim == 3 else a) * 255.0
+    return to_rgb(_eidolon(g, reach, coherence, EIDOLON_GRAIN, rng, mode) / 255.0)
+
+
 def rotation(img, degrees: int, rng=None):
     """Exact rotation of the greyscale image by a multiple of 90° (counter-clockwise)."""
     if degrees % 90:
@@ -183,11 +199,13 @@ DISTORTIONS = tuple(CONDITIONS)
 
 @dataclasses.dataclass(frozen=True)
 class DistortionConfig:
-    distortions: tuple = field(DISTORTIONS, "which distortions", choices=DISTORTIONS)
+    distortions: tuple = field(tuple(d for d in CONDITIONS if not d.startswith("eidolon")),
+                               "which distortions (add eidolon_I/II/III: about 1 s per image)", choices=DISTORTIONS)
     source: str = field("skimage", "'skimage' (photos bundled with scikit-image) or a folder of images")
     size: int = field(224, "output size: centre crop to a square, then resize (pixels)", range=(16, 4096))
     mode: str = field("faithful", "stimuli as the humans saw them, or as the paper describes",
                       choices=("faithful", "clean"))
+    eidolon_size: int = field(256, "Eidolon images are made at this size (the toolbox's 256)", range=(16, 1024))
 
 
 def _square(img: np.ndarray, size: int) -> np.ndarray:
@@ -267,7 +285,10 @@ def render(cfg: DistortionConfig, item: Item):
         out = power_equalisation(img, _set_spectrum(cfg.source, cfg.size) if level else None)
     elif dist == "opponent_colour":
         out = opponent_colour(img, level)
+    elif dist.startswith("eidolon"):
+        out = eidolon(_load(item.params["_src"], cfg.eidolon_size), level, rng, cfg.mode)
     else:
         out = globals()[dist](img, level, rng)
     return (np.clip(out, 0, 1) * 255 + 0.5).astype(np.uint8), {"level": str(level)}
+
 
