@@ -136,8 +136,8 @@ def test_grating_datasets_and_skipped_inputs(tmp_path):
     from PIL import Image
 
     assert np.asarray(Image.open(out / df.file_name.iloc[0])).shape == (28, 28, 3)
-    hi = write_dataset("abutting_digits", tmp_path / "h", {"n_images": 2, "resolution": "high", "intervals": [8]},
-                       progress=False)
+    hi = write_dataset("abutting_digits", tmp_path / "h", {"n_images": 2, "resolution": "high"}, progress=False)
+    assert set(pd.read_parquet(hi / "annotations.parquet").interval) == {0, 4, 8, 16, 32}  # the paper's
     assert np.asarray(Image.open(hi / "horizontal_i08" / "00000_horizontal_i08.png")).shape == (224, 224, 3)
     # a user folder with one unreadable file: skipped with a reason, counted in the manifest
     src = tmp_path / "src" / "cat"

@@ -122,7 +122,8 @@ def _load_grey(path: str, size: int | None) -> np.ndarray:
 @dataclasses.dataclass(frozen=True)
 class DigitGratingConfig:
     resolution: str = field("low", "'low' = 28×28, 'high' = bilinear ×8 to 224×224", choices=("low", "high"))
-    intervals: tuple = field((2, 4, 6, 8), "grating periods in pixels (paper: low 2-8, high 4-32)", range=(2, 512))
+    intervals: tuple = field((), "grating periods in pixels; empty = the paper's (low: 2, 4, 6, 8; high: 4, 8, 16, 32)",
+                             range=(2, 512))
     directions: tuple = field(tuple(DIRECTIONS), "grating directions", choices=tuple(DIRECTIONS))
     n_images: int = field(100, "digits to use (the first n of the source)", range=(1, 10_000_000))
     source: str = field("sklearn_digits", "'sklearn_digits' (offline default) or a folder <dir>/<class>/<img>")
@@ -141,9 +142,13 @@ class SilhouetteGratingConfig:
     invert: bool = field(True, "black lines on white (the paper's ImageNet input)")
 
 
+PAPER_INTERVALS = {"low": (2, 4, 6, 8), "high": (4, 8, 16, 32)}
+
+
 def _conditions(cfg):
     conds = [("original", 0, "")] if cfg.include_original else []
-    return conds + [(f"{d}_i{i:02d}", i, d) for d in cfg.directions for i in cfg.intervals]
+    intervals = cfg.intervals or PAPER_INTERVALS[getattr(cfg, "resolution", "low")]
+    return conds + [(f"{d}_i{i:02d}", i, d) for d in cfg.directions for i in intervals]
 
 
 def _digit_source(cfg: DigitGratingConfig):
