@@ -61,11 +61,12 @@ def _clear_of(mesh, point: np.ndarray, radius: float, margin: float = 0.03) -> b
     return bool(dist[0] > radius + margin)
 
 
-def make_props(style: PropStyle, obs_xy, yaw_deg: float, tgt_xy) -> Placement:
+def make_props(style: PropStyle, obs_xy, yaw_deg: float, tgt_xy, elevation: float = 0.0) -> Placement:
+    """Props resting on the ground (``elevation`` 0) or floating with their bottoms ``elevation`` m up."""
     obs = Observer((0.0, 0.0, 0.0), yaw_deg, 0.0, style.observer_size, tuple(style.observer_color),
                    style.observer_shape, style.observer_fov_deg)
-    obs = dataclasses.replace(obs, position=(float(obs_xy[0]), float(obs_xy[1]), obs.base_offset()))
-    tz = style.target_size / 2
+    obs = dataclasses.replace(obs, position=(float(obs_xy[0]), float(obs_xy[1]), obs.base_offset() + elevation))
+    tz = style.target_size / 2 + elevation
     tgt = Target((float(tgt_xy[0]), float(tgt_xy[1]), tz), style.target_size, tuple(style.target_color), style.target_shape)
     return Placement(obs, tgt)
 

@@ -144,7 +144,7 @@ def basic_scene_rows(cfg: BuildConfig, scene, split: str, tmp: Path, final: Path
     return rows, {"rejected_placements": dict(rejected)}
 
 
-def _strategy_path(scene, rng, cfg: BuildConfig, style: PropStyle):
+def _strategy_path(scene, rng, cfg: BuildConfig, style: PropStyle, elevation: float = 0.0):
     """Props on opposite sides of the object, translated together along ``u`` ⊥ their axis ``v``."""
     lo, hi = scene.object_bounds
     c = (lo[:2] + hi[:2]) / 2
@@ -156,7 +156,7 @@ def _strategy_path(scene, rng, cfg: BuildConfig, style: PropStyle):
     yaw = math.degrees(a)
 
     def at(t: float) -> Placement:
-        return make_props(style, c - (r_obj + d_o) * v + t * u, yaw, c + (r_obj + d_t) * v + t * u)
+        return make_props(style, c - (r_obj + d_o) * v + t * u, yaw, c + (r_obj + d_t) * v + t * u, elevation)
 
     return at, r_obj, u
 
@@ -171,9 +171,17 @@ def strategy_scene_rows(cfg: BuildConfig, scene, tmp: Path, final: Path) -> tupl
     n_after = n - n_block - n_before
     occ = scene.occluders()
     tries = collections.Counter()
-    for _ in range(cfg.max_placement_tries):
+    lo, hi = scene.object_bounds
+    # Props rest on the ground; objects that are open near the ground (benches, chairs, motorcycles) rarely
+    # block a whole ball there, so later attempts lift both props to 45% and then 65% of the object's height
+    # (recorded per image as prop_elevation).
+    height = float(hi[2] - lo[2])
+    schedule = [0.0, 0.45 * height, 0.65 * height]
+    per = max(1, cfg.max_placement_tries // len(schedule))
+    for attempt in range(per * len(schedule)):
+        elevation = schedule[attempt // per]
         style = jittered_style(cfg.style, rng, cfg.size_jitter)
-        at, r_obj, u = _strategy_path(scene, rng, cfg, style)
+        at, r_obj, u = _strategy_path(scene, rng, cfg, style, elevation)
         span = r_obj + 0.9
         grid = np.linspace(-span, span, 121)
         frac = np.array([raycast_visible_fraction(at(t).observer.eye, at(t).target, occ, 64) for t in grid])
@@ -182,7 +190,11 @@ def strategy_scene_rows(cfg: BuildConfig, scene, tmp: Path, final: Path) -> tupl
         if not blocked.any() or not clear[0] or not clear[-1]:
             tries["no_clear_blocked_clear"] += 1
             continue
-        t1, t2 = grid[blocked][0], grid[blocked][-1]
+        # the longest contiguous blocked run (legs and slats make several short ones)
+        edges = np.flatnonzero(np.diff(np.concatenate([[0], blocked.astype(int), [0]])))
+        starts, ends = edges[::2], edges[1::2] - 1
+        longest = int(np.argmax(ends - starts))
+        t1, t2 = grid[starts[longest]], grid[ends[longest]]
         m = 0.04
         before = grid[clear & (grid < t1 - m)]
         after = grid[clear & (grid > t2 + m)]
@@ -192,13 +204,15 @@ def strategy_scene_rows(cfg: BuildConfig, scene, tmp: Path, final: Path) -> tupl
         ts = np.concatenate([np.linspace(max(before[0], t1 - 0.6), before[-1], n_before),
                              np.linspace(t1 + m, t2 - m, n_block),
                              np.linspace(after[0], min(after[-1], t2 + 0.6), n_after)])
-        # fixed viewer: elevated, looking across the path from the side of u, framing both props
-        az = math.degrees(math.atan2(u[1], u[0])) + 180 + rng.uniform(-25, 25)
+        # fixed, elevated viewer at ~45° to the direction of motion, so the props visibly pass behind
+        # (or in front of) the object across the image rather than along the line of sight
+        az = math.degrees(math.atan2(-u[1], -u[0])) + rng.choice([-1.0, 1.0]) * rng.uniform(35, 55)
         ref = scene.trajectory
-        eye_traj = dataclasses.replace(ref, start_deg=az, sweep_deg=0.0, radius=ref.radius * 1.35,
-                                       height=ref.height + 0.5, radius_amp=0.0, height_amp=0.0, closed=False)
+        eye_traj = dataclasses.replace(ref, start_deg=az, sweep_deg=0.0, radius=ref.radius * 1.15,
+                                       height=ref.height + 0.6 + elevation, radius_amp=0.0, height_amp=0.0,
+                                       closed=False, target=(ref.target[0], ref.target[1], ref.target[2] + elevation / 2))
         cam = eye_traj.cameras(1, cfg.size, cfg.size)[0]
-        cam = Camera.from_fov(cfg.size, cfg.size, 70.0, cam.w2c)
+        cam = Camera.from_fov(cfg.size, cfg.size, 65.0, cam.w2c)
         rows, images, ok = [], [], True
         for k, t in enumerate(ts):
             pl = at(float(t))
@@ -214,6 +228,7 @@ def strategy_scene_rows(cfg: BuildConfig, scene, tmp: Path, final: Path) -> tupl
             rows.append({"file_name": str((final / rel).relative_to(cfg.out)), "scene": scene.name,
                          "category": scene.metadata.get("category", ""), "split": "strategy", "task_set": "strategy",
                          "setting": k, "frame": 0, "requested": "visible" if want else "occluded", "strategy_t": float(t),
+                         "prop_elevation": float(elevation),
                          **cam.as_row(), **pl.to_row(), **lab})
         if ok:
             for rel, img in images:
