@@ -16,36 +16,13 @@ T_STOP = 1e-4
 EPS2D = 0.3
 TILE = 16
 
-# Real SH basis constants (INRIA / gsplat ordering).
-C0 = 0.28209479177387814
-C1 = 0.4886025119029199
-C2 = (1.0925484305920792, -1.0925484305920792, 0.31539156525252005, -1.0925484305920792, 0.5462742152960396)
-C3 = (-0.5900435899266435, 2.890611442640554, -0.4570457994644658, 0.3731763325901154,
-      -0.4570457994644658, 1.445305721320277, -0.5900435899266435)
-
-
 def sh_basis(dirs, degree: int):
-    """Real SH basis Y_k(d) for unit directions ``dirs`` [N, 3] → [N, (degree+1)²]."""
+    """Real SH basis Y_k(d) for unit directions ``dirs`` [N, 3] → [N, (degree+1)²] (``scenes/sh.py``)."""
     import torch
 
-    x, y, z = dirs[:, 0], dirs[:, 1], dirs[:, 2]
-    out = [torch.full_like(x, C0)]
-    if degree >= 1:
-        out += [-C1 * y, C1 * z, -C1 * x]
-    if degree >= 2:
-        xx, yy, zz = x * x, y * y, z * z
-        out += [C2[0] * x * y, C2[1] * y * z, C2[2] * (2 * zz - xx - yy), C2[3] * x * z, C2[4] * (xx - yy)]
-    if degree >= 3:
-        out += [
-            C3[0] * y * (3 * xx - yy),
-            C3[1] * x * y * z,
-            C3[2] * y * (4 * zz - xx - yy),
-            C3[3] * z * (2 * zz - 3 * xx - 3 * yy),
-            C3[4] * x * (4 * zz - xx - yy),
-            C3[5] * z * (xx - yy),
-            C3[6] * x * (xx - 3 * yy),
-        ]
-    return torch.stack(out, dim=1)
+    from scenes.sh import sh_basis as basis
+
+    return torch.as_tensor(basis(dirs.detach().cpu().numpy(), degree), dtype=torch.float64)
 
 
 def quat_to_rotmat(q):
