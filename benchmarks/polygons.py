@@ -44,7 +44,9 @@ def main() -> None:
     params = {"per_class": args.per_class, "variants": ["corners", "edges"],
               "classes": ["triangle", "square", "pentagon", "hexagon", "heptagon", "octagon"]}
     n = args.per_class * 6 * 9 * 2
-    with tempfile.TemporaryDirectory() as tmp:
+    # write under ./out: on this kind of machine creating files under /tmp costs ~0.6 ms each (vs ~0.03 ms)
+    Path("out").mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(dir="out") as tmp:
         tmp = Path(tmp)
         (tmp / "base").mkdir()
         base = baseline(2000, tmp / "base")

@@ -4,6 +4,7 @@ Output folder::
 
     <condition>/<item_id>.png         one folder per condition
     annotations.parquet / .csv        file_name, dataset, condition, item_id, pair_id, seed + generator columns
+                                      (+ skipped: reason for an unusable input, sha256 of the PNG)
     config.json                       the resolved configuration (dataset, seed, every parameter)
     manifest.json                     package version, counts per condition, skipped inputs, sha256 per image
 
@@ -93,10 +94,11 @@ def _render_shard(args) -> int:
             img, extra = gen.render(cfg, it)
         except SkipItem as e:
             log.warning("skipped %s: %s", it.item_id, e)
-            rows.append({**base, "file_name": "", "skipped": str(e)})
+            rows.append({**base, "file_name": "", "skipped": str(e), "sha256": ""})
             continue
-        _atomic(out / base["file_name"], png_bytes(img, compress_level))
-        rows.append({**base, **extra, "skipped": ""})
+        data = png_bytes(img, compress_level)
+        _atomic(out / base["file_name"], data)
+        rows.append({**base, **extra, "skipped": "", "sha256": hashlib.sha256(data).hexdigest()})
     shard = out / ".shards" / f"{index:05d}.parquet"
     tmp = shard.with_name(f".{shard.name}.tmp{os.getpid()}")
     pd.DataFrame(rows).to_parquet(tmp, index=False)
@@ -176,6 +178,6 @@ def write_dataset(name: str, out: str | os.PathLike, params: dict | None = None,
     manifest = {"dataset": name, "vantage_version": pkg, "seed": int(seed), "images": int(len(made)),
                 "counts": {str(k): int(v) for k, v in made.condition.value_counts().sort_index().items()},
                 "skipped": {str(r.item_id): str(r.skipped) for r in df[df.file_name == ""].itertuples()},
-                "sha256": {f: hashlib.sha256((out / f).read_bytes()).hexdigest() for f in made.file_name}}
+                "sha256": dict(zip(made.file_name, made.sha256, strict=True))}
     _atomic(out / "manifest.json", json.dumps(manifest, indent=1, sort_keys=True).encode())
     return out
