@@ -249,3 +249,15 @@ def test_removed_fraction_exact_against_dense_sampling():
                 inside = (np.linalg.norm(pts[:, :, None, :] - c[None, None], axis=-1) <= r).any(-1)
                 dense = (inside.mean(1) * np.linalg.norm(seg, axis=1)).sum() / np.linalg.norm(seg, axis=1).sum()
                 assert removed_fraction(s, variant, level) == pytest.approx(dense, abs=2e-4)
+
+
+def test_png_encoder_broadcast_grey_to_rgb():
+    import io
+
+    from PIL import Image
+
+    from tasks.stimuli.writer import png_bytes
+
+    g = np.random.default_rng(1).integers(0, 256, (13, 9), dtype=np.uint8)
+    view = np.broadcast_to(g[:, :, None], (13, 9, 3))
+    np.testing.assert_array_equal(np.asarray(Image.open(io.BytesIO(png_bytes(view)))), np.repeat(g[:, :, None], 3, 2))

@@ -14,6 +14,7 @@ images at one level come from the same base polygon (same ``pair_id``). Circles 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import numpy as np
@@ -47,7 +48,7 @@ class BaseShape:
     rotation_deg: int
     vertices: tuple  # ((x, y), ...) rounded; empty for circles
 
-    @property
+    @functools.cached_property
     def perimeter(self) -> float:
         if not self.vertices:
             return 2 * math.pi * self.radius
@@ -99,17 +100,12 @@ def removed_fraction(shape: BaseShape, variant: str, level: float) -> float:
     t1 = np.clip((-qb + root) / (2 * qa), 0, 1)
     t1 = np.where(disc > 0, t1, t0)
     lengths = np.sqrt(qa[:, 0])
-    removed = 0.0
-    for e in range(len(v)):
-        spans = sorted(zip(t0[e], t1[e], strict=True))
-        end, covered = 0.0, 0.0
-        for lo, hi in spans:
-            lo = max(lo, end)
-            if hi > lo:
-                covered += hi - lo
-                end = hi
-        removed += covered * lengths[e]
-    return float(removed / lengths.sum())
+    # union of each edge's intervals: sort by start; each adds what lies beyond the furthest end so far
+    order = np.argsort(t0, axis=1)
+    s0, s1 = np.take_along_axis(t0, order, 1), np.take_along_axis(t1, order, 1)
+    prev_end = np.concatenate([np.zeros((len(v), 1)), np.maximum.accumulate(s1, axis=1)[:, :-1]], axis=1)
+    covered = np.clip(s1 - np.maximum(s0, prev_end), 0, None).sum(axis=1)
+    return float((covered * lengths).sum() / lengths.sum())
 
 
 def draw(shape: BaseShape, size: int, line_width: int, variant: str = "whole", level: float = 0.0,
@@ -163,7 +159,7 @@ def render(cfg: PolygonConfig, item: Item):
     variant, level = item.params["variant"], item.params["level"]
     img = draw(shape, cfg.size, cfg.line_width, variant, level, cfg.antialias)
     if cfg.channels == 3:
-        img = np.repeat(img[:, :, None], 3, axis=2)
+        img = np.broadcast_to(img[:, :, None], img.shape + (3,))  # a view; the PNG encoder copies once
     extra = {"cx": shape.cx, "cy": shape.cy, "radius": shape.radius, "rotation_deg": shape.rotation_deg,
              "perimeter": shape.perimeter}
     if variant != "whole":
