@@ -1,11 +1,13 @@
 """The fast CPU splat renderer: numba-compiled projection, 16×16 tile binning and parallel tiles.
 
 Same rules as the readable reference in ``render/_torch_impl.py`` (which the tests compare against):
-projection and SH colour in float64 per Gaussian, compositing in float32 per pixel (as gsplat does).
+projection, SH colour and the per-pixel Gaussian evaluation in float64 (edge-on flat Gaussians have
+near-singular 2D covariances, whose quadratic form cancels badly in float32); transmittance and colour
+accumulation in float32.
 
 Pipeline
 1. ``_project`` (parallel over Gaussians): activation, EWA projection, dilation, conic, per-axis
-   radii, view-dependent colour, culling. Writes a packed float32 record per Gaussian.
+   radii, view-dependent colour, culling. Writes a packed float64 record per Gaussian.
 2. ``_bin`` (serial): stable depth sort of the kept Gaussians, then a counting sort into tiles. Because
    Gaussians are appended in depth order, every tile's list is already sorted front to back.
 3. ``_composite`` (parallel over tiles): front to back over the tile's Gaussians, each touching only
@@ -26,7 +28,7 @@ ALPHA_MAX = np.float32(0.999)
 T_STOP = np.float32(1e-4)
 EPS2D = 0.3
 
-# Packed record layout (float32): x, y, A, B, C, opacity, r, g, b, depth
+# Packed record layout (float64): x, y, A, B, C, opacity, r, g, b, depth
 REC = 10
 
 C0 = 0.28209479177387814
@@ -166,11 +168,11 @@ def _bin(rec, radii, width, height):
             kept[m] = i
             m += 1
     kept = kept[:m]
-    depth = np.empty(m, np.float32)
+    depth = np.empty(m, np.float64)
     for j in range(m):
         depth[j] = rec[kept[j], 9]
     order = np.argsort(depth, kind="mergesort")  # stable: ties keep input order
-    packed = np.empty((m, REC), np.float32)
+    packed = np.empty((m, REC), np.float64)
     pradii = np.empty((m, 2), np.int32)
     bx0 = np.empty(m, np.int64); bx1 = np.empty(m, np.int64)
     by0 = np.empty(m, np.int64); by1 = np.empty(m, np.int64)
@@ -240,15 +242,15 @@ def _composite(packed, pradii, tile_start, ids, width, height, background, depth
             i1 = min(int(math.floor(v + pradii[g, 1] - 0.5)) - r0, nr - 1)
             ca, cb, cc, op, z = packed[g, 2], packed[g, 3], packed[g, 4], packed[g, 5], packed[g, 9]
             for i in range(i0, i1 + 1):
-                dy = v - np.float32(r0 + i + 0.5)
+                dy = v - (r0 + i + 0.5)
                 for j in range(j0, j1 + 1):
                     if done[i, j]:
                         continue
-                    dx = u - np.float32(c0 + j + 0.5)
-                    sigma = np.float32(0.5) * (ca * dx * dx + cc * dy * dy) + cb * dx * dy
+                    dx = u - (c0 + j + 0.5)
+                    sigma = 0.5 * (ca * dx * dx + cc * dy * dy) + cb * dx * dy
                     if sigma < 0:
                         continue
-                    a = min(ALPHA_MAX, op * np.float32(math.exp(-sigma)))
+                    a = np.float32(min(0.999, op * math.exp(-sigma)))
                     if a < ALPHA_MIN or z > limit[i, j]:
                         continue
                     tt = T[i, j]
@@ -258,12 +260,12 @@ def _composite(packed, pradii, tile_start, ids, width, height, background, depth
                         n_done += 1
                         continue
                     w = a * tt
-                    acc[i, j, 0] += packed[g, 6] * w
-                    acc[i, j, 1] += packed[g, 7] * w
-                    acc[i, j, 2] += packed[g, 8] * w
-                    acc[i, j, 3] += z * w
+                    acc[i, j, 0] += np.float32(packed[g, 6]) * w
+                    acc[i, j, 1] += np.float32(packed[g, 7]) * w
+                    acc[i, j, 2] += np.float32(packed[g, 8]) * w
+                    acc[i, j, 3] += np.float32(z) * w
                     if tt > 0.5 and next_t <= 0.5:
-                        med[i, j] = z
+                        med[i, j] = np.float32(z)
                     T[i, j] = next_t
             if n_done == n_pix:
                 break
@@ -282,7 +284,7 @@ def render_cpu(scene, camera, background: np.ndarray, depth_limit: np.ndarray | 
     """Render ``scene`` (world frame) → (rgb [H,W,3], alpha [H,W], expected depth [H,W], median [H,W])."""
     w, h = int(camera.width), int(camera.height)
     n = len(scene)
-    rec = np.zeros((n, REC), np.float32)
+    rec = np.zeros((n, REC), np.float64)
     radii = np.zeros((n, 2), np.int32)
     _project(scene.means, scene.quats, scene.log_scales, scene.opacity_logits, scene.sh,
              np.ascontiguousarray(camera.w2c, np.float64), float(camera.fx), float(camera.fy), float(camera.cx),
