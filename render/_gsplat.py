@@ -34,7 +34,6 @@ def gsplat_arguments(scene, camera, device="cuda"):
 
 def render_gsplat(scene, camera, background: np.ndarray, near=0.01, far=1e10):
     import gsplat
-    import torch
 
     kw = gsplat_arguments(scene, camera)
     colors, alphas, _meta = gsplat.rasterization(near_plane=near, far_plane=far, **kw)
@@ -42,7 +41,6 @@ def render_gsplat(scene, camera, background: np.ndarray, near=0.01, far=1e10):
     alpha = alphas[0, ..., 0].float().cpu().numpy()
     rgb = out[..., :3] + (1.0 - alpha[..., None]) * background
     depth = out[..., 3]
-    del torch
     return rgb, alpha, depth, np.full_like(alpha, np.nan)
 
 

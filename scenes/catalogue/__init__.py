@@ -15,7 +15,7 @@ import re
 import numpy as np
 import trimesh
 
-from ..gaussians import GaussianScene, SceneError
+from ..gaussians import SceneError
 from ..surface import Part, parts_to_gaussians
 from ..scene import Scene
 from ..trajectory import OrbitTrajectory

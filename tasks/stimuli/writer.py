@@ -111,8 +111,6 @@ def _render_shard(args) -> int:
 
 def _table(rows):
     """Explicit dtypes: standard columns as strings (seed int64); numbers float64/int64; the rest strings."""
-    import pandas as pd
-
     df = rows
     dtypes: dict[str, Any] = {c: "string" for c in STANDARD_COLUMNS}
     dtypes["seed"] = "int64"

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..labels import LABEL_RULE_VERSION, label_frame, raycast_visible_fraction, vpt_label
+from ..labels import label_frame, raycast_visible_fraction, vpt_label
 from ..placement import Placement, PlacementError, PropStyle, make_props, sample_placement
 from .config import BuildConfig, ConfigError
 
