@@ -24,7 +24,7 @@ import numpy as np
 
 TILE = 16
 ALPHA_MIN = np.float32(1.0 / 255.0)
-ALPHA_MAX = np.float32(0.999)
+ALPHA_MAX = 0.999
 T_STOP = np.float32(1e-4)
 EPS2D = 0.3
 
@@ -250,7 +250,7 @@ def _composite(packed, pradii, tile_start, ids, width, height, background, depth
                     sigma = 0.5 * (ca * dx * dx + cc * dy * dy) + cb * dx * dy
                     if sigma < 0:
                         continue
-                    a = np.float32(min(0.999, op * math.exp(-sigma)))
+                    a = np.float32(min(ALPHA_MAX, op * math.exp(-sigma)))
                     if a < ALPHA_MIN or z > limit[i, j]:
                         continue
                     tt = T[i, j]

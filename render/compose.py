@@ -17,7 +17,7 @@ import numpy as np
 
 from .camera import Camera
 from .meshes import MeshLayer, render_meshes, render_meshes_raycast
-from .splat import RenderOutput, splat
+from .splat import RenderOutput, splat, to_uint8
 
 
 @dataclasses.dataclass
@@ -30,7 +30,7 @@ class Composite:
     layer: MeshLayer
 
     def image_uint8(self) -> np.ndarray:
-        return (np.clip(self.image, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
+        return to_uint8(self.image)
 
     def mesh_visible(self, k: int, alpha_max: float = 0.5) -> np.ndarray:
         """Pixels where mesh ``k`` is the front mesh and the splats in front of it stay below ``alpha_max``."""

@@ -41,7 +41,12 @@ class RenderOutput:
     backend: str
 
     def image_uint8(self) -> np.ndarray:
-        return (np.clip(self.rgb, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
+        return to_uint8(self.rgb)
+
+
+def to_uint8(rgb: np.ndarray) -> np.ndarray:
+    """Float colour → 8-bit: clamp to [0, 1], then ⌊255·c + 0.5⌋ (the convention for every written image)."""
+    return (np.clip(rgb, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
 
 
 def _background_map(background, camera: Camera) -> np.ndarray:

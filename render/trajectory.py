@@ -23,42 +23,13 @@ import os
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 
 from .camera import Camera
+from .files import atomic_write_bytes, package_version, save_png, write_table
 
 
 class OutputConflict(RuntimeError):
     pass
-
-
-def _atomic_write_bytes(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
-def save_png(path: Path, rgb_uint8: np.ndarray) -> None:
-    """Write an 8-bit RGB PNG atomically."""
-    import io
-
-    from PIL import Image
-
-    buf = io.BytesIO()
-    Image.fromarray(rgb_uint8).save(buf, format="PNG")
-    _atomic_write_bytes(path, buf.getvalue())
-
-
-def write_table(df, stem: Path) -> None:
-    """Write ``df`` as ``<stem>.csv`` and ``<stem>.parquet``, each atomically."""
-    for ext in (".csv", ".parquet"):
-        final = stem.with_suffix(ext)
-        tmp = final.with_name(f".{final.name}.tmp{os.getpid()}")
-        if ext == ".csv":
-            df.to_csv(tmp, index=False)
-        else:
-            df.to_parquet(tmp, index=False)
-        os.replace(tmp, final)
 
 
 def read_cameras(path: str | os.PathLike) -> list[Camera]:
@@ -136,19 +107,13 @@ def render_trajectory(scene: str = "bench_01", out: str | os.PathLike = "out/tra
         sc = dataclasses.replace(sc, background=bg)
         vpt = vpt_label(sc, placement.observer, placement.target, rules)
 
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        pkg_version = version("vantage")
-    except PackageNotFoundError:
-        pkg_version = "unknown"
     run = {"config": config, "backend": backend, "scene_metadata": sc.metadata,
-           "trajectory": sc.trajectory.to_dict(), "vantage_version": pkg_version}
+           "trajectory": sc.trajectory.to_dict(), "vantage_version": package_version()}
     if rules is not None:
         from tasks.labels import LABEL_RULE_VERSION
 
         run["label_rules"] = {"version": LABEL_RULE_VERSION, **dataclasses.asdict(rules)}
-    _atomic_write_bytes(run_file, json.dumps(run, indent=2, default=str).encode())
+    atomic_write_bytes(run_file, json.dumps(run, indent=2, default=str).encode())
 
     rows_dir.mkdir(exist_ok=True)
     names = [f"frame_{i:04d}.png" for i in range(len(cams))]
@@ -165,7 +130,7 @@ def render_trajectory(scene: str = "bench_01", out: str | os.PathLike = "out/tra
             row.update(placement.to_row())
             row.update(labels)
         save_png(out / names[i], img)
-        _atomic_write_bytes(rows_dir / f"{i:04d}.json", json.dumps(row).encode())
+        atomic_write_bytes(rows_dir / f"{i:04d}.json", json.dumps(row).encode())
     write_table(cameras_table(cams, names), out / "cameras")
     if placement is not None:
         from tasks.labels import labels_table

@@ -21,10 +21,9 @@ def export_scene(name: str, out: str | os.PathLike, seed: int = 0) -> Path:
     scene = build(name, seed)
     out = Path(out)
     write_ply(scene.gaussians, out)
-    side = out.with_name(out.name + ".json")
-    tmp = side.with_name(f".{side.name}.tmp")
-    tmp.write_text(json.dumps(scene.sidecar(), indent=2))
-    os.replace(tmp, side)
+    from render.files import atomic_write_text
+
+    atomic_write_text(out.with_name(out.name + ".json"), json.dumps(scene.sidecar(), indent=2))
     return out
 
 

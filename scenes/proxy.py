@@ -91,9 +91,9 @@ def proxy_mesh_for(scene, params: ProxyParams = ProxyParams()):
                 return trimesh.load(cache, force="mesh", process=False)
         except (ValueError, OSError):
             pass  # unreadable cache: rebuild
+    from render.files import atomic_write_bytes, atomic_write_text
+
     mesh = proxy_mesh(scene.gaussians, bounds, params)
-    for path, write in ((cache, lambda p: mesh.export(p, file_type="ply")), (meta, lambda p: p.write_text(json.dumps(key)))):
-        tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-        write(tmp)
-        os.replace(tmp, path)
+    atomic_write_bytes(cache, mesh.export(file_type="ply"))
+    atomic_write_text(meta, json.dumps(key))
     return mesh

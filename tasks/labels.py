@@ -157,21 +157,29 @@ def viewer_visibility(comp, camera, props: list, alone_masks: list[np.ndarray], 
     """
     from scenes.props import surface_samples
 
+    inside, visible, pixels = [], [], []
+    for k, (prop, alone) in enumerate(zip(props, alone_masks, strict=True)):
+        n_alone = int(alone.sum())
+        pixels.append(n_alone)
+        visible.append(float(comp.mesh_visible(k, rules.alpha_hidden).sum() / n_alone) if n_alone else 0.0)
+        inside.append(in_image_fraction(camera, surface_samples(prop)))
+    return visibility_row(inside, visible, pixels, rules)
+
+
+def visibility_row(inside: list[float], visible: list[float], pixels: list[int], rules: LabelRules) -> dict:
+    """Per-prop (observer, ball) visibility columns plus ``keep`` and ``drop_reason``: a prop less than
+    ``prop_in_image_min`` inside the image → ``<prop>_outside_image``, else one less than
+    ``prop_visible_min`` visible → ``<prop>_hidden`` (a NaN visibility, i.e. not rendered, is not judged)."""
     out: dict = {}
     reasons = []
-    for k, (name, prop, alone) in enumerate(zip(("observer", "ball"), props, alone_masks, strict=True)):
-        n_alone = int(alone.sum())
-        vis = float(comp.mesh_visible(k, rules.alpha_hidden).sum() / n_alone) if n_alone else 0.0
-        inside = in_image_fraction(camera, surface_samples(prop))
-        out[f"{name}_visible_fraction"] = vis
-        out[f"{name}_in_image_fraction"] = inside
-        out[f"{name}_pixels"] = n_alone
-        if inside < rules.prop_in_image_min:
+    for name, f_in, vis, n in zip(("observer", "ball"), inside, visible, pixels, strict=True):
+        out.update({f"{name}_visible_fraction": vis, f"{name}_in_image_fraction": f_in, f"{name}_pixels": n})
+        if f_in < rules.prop_in_image_min:
             reasons.append(f"{name}_outside_image")
         elif vis < rules.prop_visible_min:
             reasons.append(f"{name}_hidden")
     out["keep"] = not reasons
-    out["drop_reason"] = ";".join(reasons) if reasons else ""
+    out["drop_reason"] = ";".join(reasons)
     return out
 
 
@@ -209,11 +217,10 @@ def label_frame(scene, placement, camera, vpt: dict, rules: LabelRules = LabelRu
     if not render_dropped:
         inside = [in_image_fraction(camera, surface_samples(p)) for p in props]
         if min(inside) < rules.prop_in_image_min:
-            reasons = [f"{n}_outside_image" for n, f in zip(("observer", "ball"), inside) if f < rules.prop_in_image_min]
-            row = {**depth_order(camera.center, placement.observer, placement.target, rules)}
-            for n, f in zip(("observer", "ball"), inside):
-                row.update({f"{n}_visible_fraction": float("nan"), f"{n}_in_image_fraction": f, f"{n}_pixels": 0})
-            row.update({"keep": False, "drop_reason": ";".join(reasons), **vpt, "label_rule_version": LABEL_RULE_VERSION})
+            nan = float("nan")
+            row = {**depth_order(camera.center, placement.observer, placement.target, rules),
+                   **visibility_row(inside, [nan, nan], [0, 0], rules), **vpt,
+                   "label_rule_version": LABEL_RULE_VERSION}
             return None, row
 
     meshes = placement.meshes()

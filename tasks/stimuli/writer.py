@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from render.files import atomic_write_bytes, package_version, write_table
+
 from .registry import GENERATORS, ConfigError, Item, make_config
 
 log = logging.getLogger(__name__)
@@ -74,12 +76,6 @@ def png_bytes(img: np.ndarray, compress_level: int = 6) -> bytes:
             + _chunk(b"IDAT", _compress(memoryview(raw).cast("B"), compress_level)) + _chunk(b"IEND", b""))
 
 
-def _atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
 def _render_shard(args) -> int:
     name, cfg, seed, index, items, out, compress_level = args
     import pandas as pd
@@ -100,7 +96,7 @@ def _render_shard(args) -> int:
             rows.append({**base, "file_name": "", "skipped": str(e), "sha256": ""})
             continue
         data = png_bytes(img, compress_level)
-        _atomic(out / base["file_name"], data)
+        atomic_write_bytes(out / base["file_name"], data)
         rows.append({**base, **extra, "skipped": "", "sha256": hashlib.sha256(data).hexdigest()})
     shard = out / ".shards" / f"{index:05d}.parquet"
     tmp = shard.with_name(f".{shard.name}.tmp{os.getpid()}")
@@ -143,7 +139,7 @@ def write_dataset(name: str, out: str | os.PathLike, params: dict | None = None,
                                   "choose another out= or pass overwrite=true")
             shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
-    _atomic(cfg_file, json.dumps(resolved, indent=2, sort_keys=True).encode())
+    atomic_write_bytes(cfg_file, json.dumps(resolved, indent=2, sort_keys=True).encode())
     items: list[Item] = list(gen.items(cfg, int(seed)))
     ids = [it.item_id for it in items]
     if len(set(ids)) != len(ids):
@@ -166,19 +162,11 @@ def write_dataset(name: str, out: str | os.PathLike, params: dict | None = None,
     bar.close()
     df = pd.concat([pd.read_parquet(out / ".shards" / f"{k:05d}.parquet") for k in range(len(shards))], ignore_index=True)
     df = _table(df)
-    from render.trajectory import write_table
-
     write_table(df, out / "annotations")
     made = df[df.file_name != ""]
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        pkg = version("vantage")
-    except PackageNotFoundError:
-        pkg = "unknown"
-    manifest = {"dataset": name, "vantage_version": pkg, "seed": int(seed), "images": int(len(made)),
+    manifest = {"dataset": name, "vantage_version": package_version(), "seed": int(seed), "images": int(len(made)),
                 "counts": {str(k): int(v) for k, v in made.condition.value_counts().sort_index().items()},
                 "skipped": {str(r.item_id): str(r.skipped) for r in df[df.file_name == ""].itertuples()},
                 "sha256": dict(zip(made.file_name, made.sha256, strict=True))}
-    _atomic(out / "manifest.json", json.dumps(manifest, indent=1, sort_keys=True).encode())
+    atomic_write_bytes(out / "manifest.json", json.dumps(manifest, indent=1, sort_keys=True).encode())
     return out

@@ -62,7 +62,7 @@ def human_subset(df, n: int, rng: np.random.Generator):
 def assemble(cfg: BuildConfig) -> None:
     import pandas as pd
 
-    from render.trajectory import write_table
+    from render.files import atomic_write_text, package_version, write_table
     from scenes.scene import load_scene
 
     out = Path(cfg.out)
@@ -122,23 +122,13 @@ def assemble(cfg: BuildConfig) -> None:
         counts[task] = {f"{sp}/{int(lb)}": int(n) for (sp, lb), n in sub.groupby(["split", lab]).size().items()}
     counts["human"] = {f"vpt{int(a)}_depth{int(b)}": int(n) for (a, b), n in
                        df[df.in_human].groupby(["vpt_label", "depth_label"]).size().items()}
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        pkg = version("vantage")
-    except PackageNotFoundError:
-        pkg = "unknown"
     manifest = {
-        "dataset": "3D-PC (Vantage)", "vantage_version": pkg, "label_rule_version": LABEL_RULE_VERSION,
+        "dataset": "3D-PC (Vantage)", "vantage_version": package_version(), "label_rule_version": LABEL_RULE_VERSION,
         "seed": cfg.seed, "config": json.loads(json.dumps(cfg.identity(), default=list)), "counts": counts,
         "images": {str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest() for p in images},
     }
-    tmp = out / ".manifest.json.tmp"
-    tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True))
-    os.replace(tmp, out / "manifest.json")
-    tmp = out / ".summary.md.tmp"
-    tmp.write_text(summary_markdown(cfg, df, counts))
-    os.replace(tmp, out / "summary.md")
+    atomic_write_text(out / "manifest.json", json.dumps(manifest, indent=1, sort_keys=True))
+    atomic_write_text(out / "summary.md", summary_markdown(cfg, df, counts))
 
 
 def summary_markdown(cfg: BuildConfig, df, counts: dict) -> str:

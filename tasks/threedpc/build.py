@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import hashlib
 import json
 import math
 import os
@@ -316,6 +315,3 @@ def build(cfg: BuildConfig, progress: bool = True) -> Path:
     assemble(cfg)
     return out
 
-
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
