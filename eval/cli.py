@@ -1,0 +1,187 @@
+"""Hydra entry points of ``python -m eval <command>`` (importable so that launchers can pickle them).
+
+Commands: ``probe``, ``finetune``, ``stats`` (Hydra, ``--multirun`` sweeps through any launcher:
+``hydra/launcher=joblib`` on one machine, ``hydra/launcher=submitit_slurm`` or the example
+``hydra/launcher=vantage_slurm`` on a cluster) and ``zoo`` (lists zoo configs). ``zoo=<name>`` with
+``--multirun`` and no ``model=`` sweeps every model of that list.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+
+log = logging.getLogger("eval")
+
+USAGE = """usage: python -m eval <command> [key=value ...] [--multirun]
+
+commands:
+  probe      linear probe on cached embeddings   model=<id> task=<dataset dir> out=<results dir>
+  finetune   fine-tune a whole model             model=<id> task=<dataset dir> out=<results dir>
+  stats      statistics over a results folder    results=<dir> [humans=<path>] [zoo=<name>]
+  zoo        list zoo configs, or one list       python -m eval zoo [name]
+
+model ids: timm:<name> | open_clip:<arch>/<tag> | module:<python.path>:<factory>
+sweeps:    python -m eval probe --multirun model=timm:a,timm:b task=... out=... hydra/launcher=joblib
+           python -m eval probe --multirun zoo=tests pretrained=false task=... out=...
+"""
+
+
+def _fail(msg: str) -> None:
+    print(f"error: {msg}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def _container(cfg) -> dict:
+    from omegaconf import OmegaConf
+    from omegaconf.errors import MissingMandatoryValue
+
+    try:
+        return OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
+    except MissingMandatoryValue as e:
+        _fail(f"missing required setting {e.full_key}= (see python -m eval --help)")
+
+
+def _load(c: dict):
+    from .zoo import WeightsSpec, load_model
+
+    weights = WeightsSpec(pretrained=bool(c["pretrained"]) and not c["weights"], file=c["weights"],
+                          init_seed=int(c["init_seed"]))
+    return load_model(c["model"], weights, c["preprocess"], tuple(c.get("taps") or ()), c["device"], c["hub"],
+                      c.get("model_kwargs") or {})
+
+
+def _task(c: dict):
+    from .tasks import load_task
+
+    return load_task(c["task"], c["target"], c["val_fraction"], c["test_fraction"], c["split_seed"])
+
+
+def _provenance(c: dict) -> dict:
+    return {"zoo": (c.get("zoo") or {}).get("name")}
+
+
+def probe_job(cfg) -> None:
+    from .embeddings import get_embeddings
+    from .probe import ProbeConfig, run_probe, seed_summary
+    from .tasks import TaskError
+    from .zoo import WeightsUnavailable, ZooError
+
+    c = _container(cfg)
+    try:
+        task = _task(c)
+        p = dict(c["probe"])
+        p["seeds"] = tuple(p["seeds"])
+        pcfg = ProbeConfig(**p)
+        loaded = _load(c)
+        if c["feature"] != "pooled" and c["feature"] not in loaded.taps:
+            _fail(f"feature={c['feature']!r}: must be 'pooled' or one of taps={list(loaded.taps)}")
+        ids = task.image_paths()
+        emb = get_embeddings(loaded, ids, [str(task.root / i) for i in ids], c["cache_dir"], c["batch_size"],
+                             c["dtype"], c["device"], c["progress"])
+        summ = run_probe(task, emb, c["model"], pcfg, c["out"], feature=c["feature"],
+                         config_extra=_provenance(c), progress=c["progress"])
+    except (ZooError, WeightsUnavailable, TaskError, ValueError) as e:
+        _fail(str(e))
+    ss = seed_summary(summ, pcfg.ci)
+    for _, r in ss.iterrows():
+        print(f"{r.model_id} {r.task} {r.split}: accuracy {r.accuracy_mean:.3f} "
+              f"[{r.accuracy_ci_low:.3f}, {r.accuracy_ci_high:.3f}] over {r.seeds} seeds "
+              f"(embeddings {'cached' if emb.from_cache else 'computed'})")
+
+
+def finetune_job(cfg) -> None:
+    from .finetune import FinetuneConfig, run_finetune
+    from .probe import seed_summary
+    from .tasks import TaskError
+    from .zoo import WeightsUnavailable, ZooError
+
+    c = _container(cfg)
+    try:
+        task = _task(c)
+        f = dict(c["finetune"])
+        f["seeds"] = tuple(f["seeds"])
+        fcfg = FinetuneConfig(**f)
+        loaded = _load(c)
+        summ = run_finetune(task, loaded, c["model"], fcfg, c["out"],
+                            epochs_per_invocation=c["epochs_per_invocation"], config_extra=_provenance(c),
+                            progress=c["progress"])
+    except (ZooError, WeightsUnavailable, TaskError, ValueError) as e:
+        _fail(str(e))
+    if summ is None:
+        print(f"paused after {c['epochs_per_invocation']} epoch(s); run the same command again to resume")
+        return
+    for _, r in seed_summary(summ, fcfg.ci).iterrows():
+        print(f"{r.model_id} {r.task} {r.split}: accuracy {r.accuracy_mean:.3f} over {r.seeds} seed(s)")
+
+
+def stats_job(cfg) -> None:
+    from .report import run_stats
+
+    c = _container(cfg)
+    try:
+        out = run_stats(c)
+    except (ValueError, FileNotFoundError) as e:
+        _fail(str(e))
+    print(f"wrote statistics to {out} (see {out}/report.md)")
+
+
+def zoo_command(args: list[str]) -> None:
+    from .zoo import ZooError, load_zoo, zoo_names
+
+    if not args:
+        for name in zoo_names():
+            print(f"{name}: {len(load_zoo(name))} models")
+        return
+    try:
+        models = load_zoo(args[0])
+    except ZooError as e:
+        _fail(str(e))
+    if "--ids" in args:
+        print(",".join(m["id"] for m in models))
+        return
+    for m in models:
+        extra = " ".join(f"{k}={v}" for k, v in m.items() if k != "id")
+        print(f"{m['id']}  {extra}")
+
+
+def expand_zoo(argv: list[str]) -> list[str]:
+    """With --multirun/-m, ``zoo=<name>`` and no ``model=``, add ``model=<every id of the list>``."""
+    if not any(a in ("--multirun", "-m") for a in argv) or any(a.startswith("model=") for a in argv):
+        return argv
+    for a in argv:
+        if a.startswith("zoo="):
+            from .zoo import load_zoo
+
+            ids = [m["id"] for m in load_zoo(a.split("=", 1)[1])]
+            return argv + ["model=" + ",".join(ids)]
+    return argv
+
+
+def main(argv: list[str] | None = None) -> None:
+    import hydra
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(USAGE)
+        return
+    command, rest = argv[0], argv[1:]
+    if command == "zoo":
+        zoo_command(rest)
+        return
+    jobs = {"probe": probe_job, "finetune": finetune_job, "stats": stats_job}
+    if command not in jobs:
+        _fail(f"unknown command {command!r}; commands: probe, finetune, stats, zoo")
+    try:
+        rest = expand_zoo(rest)
+    except ValueError as e:
+        _fail(str(e))
+    sys.argv = [f"python -m eval {command}"] + rest
+    hydra.main(version_base=None, config_path="pkg://configs", config_name=f"eval_{command}")(jobs[command])()
+
+
+def write_json(path: Path, obj) -> None:
+    from render.files import atomic_write_text
+
+    atomic_write_text(path, json.dumps(obj, indent=1, default=str))

@@ -1,0 +1,181 @@
+"""Embeddings: batched, frozen feature extraction, cached on disk and shared by every task and method.
+
+Cache key (sha256 of a canonical JSON): the model's identity (id, weights identity — file hash, pretrained
+tag or random seed —, resolved preprocessing and data config, taps, library versions), the stored dtype,
+the cache format version, and a digest of the image list *and contents* (relative path + sha256 of the
+file bytes, in order). Changing any image, the model, its weights or its preprocessing gives a new key.
+
+Layout: ``<cache>/<model slug>/<key[:24]>/`` holding ``meta.json`` (the key's inputs, item ids, shapes) and
+one ``<feature>.npy`` per feature (``pooled`` and each tap; ``.`` in tap names becomes ``-``). A run
+writes batches into ``<key>.partial/`` (resumable: finished chunks are kept) and renames the folder into
+place when complete, so a reader never sees a half-written entry. A file lock per key makes two processes
+asking for the same key compute it once: the second waits and then reads.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+CACHE_FORMAT = 1
+CHUNK = 512  # images per resumable chunk
+
+
+class EmbeddingError(RuntimeError):
+    pass
+
+
+@dataclass
+class Embeddings:
+    item_ids: list[str]
+    features: dict[str, np.ndarray]  # name -> [N, D]
+    key: str
+    from_cache: bool
+    path: Path | None = None
+
+    def matrix(self, item_ids, feature: str = "pooled") -> np.ndarray:
+        """Rows for ``item_ids`` (in that order) as float32."""
+        if feature not in self.features:
+            raise EmbeddingError(f"feature {feature!r} not extracted; have {sorted(self.features)}")
+        index = {k: i for i, k in enumerate(self.item_ids)}
+        try:
+            rows = [index[k] for k in item_ids]
+        except KeyError as e:
+            raise EmbeddingError(f"image {e.args[0]!r} has no embedding") from None
+        return np.asarray(self.features[feature][rows], dtype=np.float32)
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("VANTAGE_CACHE", Path.home() / ".cache" / "vantage")) / "embeddings"
+
+
+def images_digest(item_ids: list[str], paths: list[str]) -> str:
+    h = hashlib.sha256()
+    for item, path in zip(item_ids, paths):
+        try:
+            data = Path(path).read_bytes()
+        except OSError as e:
+            raise EmbeddingError(f"cannot read image {path}: {e}") from None
+        h.update(item.encode())
+        h.update(b"\0")
+        h.update(hashlib.sha256(data).digest())
+    return h.hexdigest()
+
+
+def cache_key(identity: dict, digest: str, dtype: str) -> str:
+    blob = json.dumps({"format": CACHE_FORMAT, "model": identity, "images": digest, "dtype": dtype},
+                      sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _fname(feature: str) -> str:
+    return feature.replace(".", "-").replace("/", "-") + ".npy"
+
+
+def load_image(path: str):
+    from PIL import Image
+
+    try:
+        with Image.open(path) as im:
+            im.load()
+            return im.convert("RGB")
+    except Exception as e:  # noqa: BLE001 - any decoder error names the file
+        raise EmbeddingError(f"cannot decode image {path}: {e}") from None
+
+
+def extract(loaded, paths: list[str], batch_size: int = 64, device: str = "cpu", progress: bool = True,
+            desc: str = "embeddings") -> dict[str, np.ndarray]:
+    """Features for ``paths`` (no cache): dict name -> float32 [N, D]."""
+    import torch
+    from tqdm.auto import tqdm
+
+    out: dict[str, list] = {}
+    bar = tqdm(total=len(paths), desc=desc, unit="img", disable=not progress, leave=False)
+    for start in range(0, len(paths), batch_size):
+        tensors = [loaded.transform(load_image(p)) for p in paths[start:start + batch_size]]
+        # images of different shapes (shorter-side resizing of non-square inputs) go in sub-batches
+        shapes: dict[tuple, list[int]] = {}
+        for i, t in enumerate(tensors):
+            shapes.setdefault(tuple(t.shape), []).append(i)
+        parts: dict[str, list] = {}
+        order = []
+        for idx in shapes.values():
+            feats = loaded.features(torch.stack([tensors[i] for i in idx]).to(device))
+            for name, f in feats.items():
+                parts.setdefault(name, []).append(f.float().cpu().numpy())
+            order.extend(idx)
+        inverse = np.argsort(order)
+        for name, chunks in parts.items():
+            out.setdefault(name, []).append(np.concatenate(chunks)[inverse])
+        bar.update(len(tensors))
+    bar.close()
+    return {k: np.concatenate(v) for k, v in out.items()}
+
+
+def get_embeddings(loaded, item_ids: list[str], paths: list[str], cache_dir: str | Path | None = None,
+                   batch_size: int = 64, dtype: str = "float32", device: str = "cpu",
+                   progress: bool = True, use_cache: bool = True) -> Embeddings:
+    """Cached features for the images (``item_ids`` name them; ``paths`` locate them)."""
+    from filelock import FileLock
+
+    if dtype not in ("float32", "float16"):
+        raise EmbeddingError(f"dtype={dtype!r}: allowed values are float32, float16")
+    if len(item_ids) != len(paths) or len(set(item_ids)) != len(item_ids):
+        raise EmbeddingError("item_ids must be unique and match paths one to one")
+    digest = images_digest(item_ids, paths)
+    key = cache_key(loaded.identity(), digest, dtype)
+    if not use_cache:
+        feats = extract(loaded, paths, batch_size, device, progress)
+        return Embeddings(list(item_ids), {k: v.astype(dtype) for k, v in feats.items()}, key, False)
+    root = Path(cache_dir) if cache_dir else default_cache_dir()
+    folder = root / loaded.model_id.slug
+    folder.mkdir(parents=True, exist_ok=True)
+    final = folder / key[:24]
+    if (final / "meta.json").is_file():
+        return _read(final, key)
+    with FileLock(str(folder / f"{key[:24]}.lock")):
+        if (final / "meta.json").is_file():  # another process finished it while we waited
+            return _read(final, key)
+        partial = folder / f"{key[:24]}.partial"
+        partial.mkdir(exist_ok=True)
+        chunks = []
+        for c, start in enumerate(range(0, len(paths), CHUNK)):
+            cfile = partial / f"chunk_{c:06d}.npz"
+            if not cfile.is_file():  # resumable: finished chunks survive an interruption
+                feats = extract(loaded, paths[start:start + CHUNK], batch_size, device, progress,
+                                desc=f"embeddings {loaded.model_id} [{start}/{len(paths)}]")
+                tmp = partial / f".chunk_{c:06d}.tmp{os.getpid()}.npz"
+                np.savez(tmp, **{k: v.astype(dtype) for k, v in feats.items()})
+                os.replace(tmp, cfile)
+            chunks.append(cfile)
+        merged: dict[str, list] = {}
+        for cfile in chunks:
+            with np.load(cfile) as z:
+                for name in z.files:
+                    merged.setdefault(name, []).append(z[name])
+        features = {k: np.concatenate(v) for k, v in merged.items()}
+        for name, arr in features.items():
+            np.save(partial / _fname(name), arr)
+        meta = {"key": key, "format": CACHE_FORMAT, "model": loaded.identity(), "images_digest": digest,
+                "dtype": dtype, "item_ids": list(item_ids),
+                "features": {k: {"file": _fname(k), "shape": list(v.shape)} for k, v in features.items()}}
+        (partial / "meta.json").write_text(json.dumps(meta, indent=1, default=str))
+        for cfile in chunks:
+            cfile.unlink()
+        if final.exists():  # a stale incomplete entry (no meta.json): replace it
+            shutil.rmtree(final)
+        os.rename(partial, final)
+    return Embeddings(list(item_ids), features, key, False, final)
+
+
+def _read(final: Path, key: str) -> Embeddings:
+    meta = json.loads((final / "meta.json").read_text())
+    if meta.get("key") != key:
+        raise EmbeddingError(f"{final}: cache entry is for key {meta.get('key')}, expected {key}")
+    feats = {name: np.load(final / spec["file"], mmap_mode="r") for name, spec in meta["features"].items()}
+    return Embeddings(list(meta["item_ids"]), feats, key, True, final)

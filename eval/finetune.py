@@ -1,0 +1,220 @@
+"""Fine-tuning a whole model on a task (the 3D-PC protocol; every value configurable).
+
+The backbone's pooled features feed ``Dropout(p) → Linear(d, k)``; backbone and head train together with
+AdamW and cross-entropy; early stopping on the validation split keeps the best weights. After every epoch
+a checkpoint (model, head, optimiser, epoch, best state, RNG states, history) is written atomically to
+``<results>/checkpoints/<run_id>/last.pt``; a re-run with the same configuration resumes after the last
+finished epoch. ``epochs_per_invocation`` trains at most that many epochs now (for cluster time limits),
+leaving the run to be resumed later. The finished run writes trial and summary parts like the probe.
+"""
+from __future__ import annotations
+
+import copy
+import logging
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .probe import summary_rows, trial_rows
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class FinetuneConfig:
+    lr: float = 5e-5
+    weight_decay: float = 1e-4
+    epochs: int = 30
+    batch_size: int = 16
+    dropout: float = 0.7
+    patience: int = 5
+    monitor: str = "val_loss"
+    seeds: tuple[int, ...] = (0,)
+    num_workers: int = 0
+    n_boot: int = 10_000
+    ci: float = 0.95
+
+    def __post_init__(self):
+        checks = [("lr", self.lr > 0), ("weight_decay", self.weight_decay >= 0), ("epochs", self.epochs >= 1),
+                  ("batch_size", self.batch_size >= 2), ("dropout", 0 <= self.dropout < 1),
+                  ("patience", self.patience >= 0), ("monitor", self.monitor in ("val_loss", "val_accuracy")),
+                  ("seeds", len(self.seeds) >= 1), ("num_workers", self.num_workers >= 0)]
+        for name, ok in checks:
+            if not ok:
+                raise ValueError(f"finetune.{name}={getattr(self, name)!r} is not allowed")
+
+
+class _Images:
+    """A torch-style dataset of (tensor, label) from a task's split table."""
+
+    def __init__(self, items: pd.DataFrame, transform):
+        self.paths = items["path"].tolist()
+        self.labels = items["label"].to_numpy(np.int64)
+        self.transform = transform
+
+    def __len__(self):
+        return len(self.paths)
+
+    def __getitem__(self, i):
+        from .embeddings import load_image
+
+        return self.transform(load_image(self.paths[i])), int(self.labels[i])
+
+
+def _build(loaded, n_classes: int, dropout: float):
+    import torch
+    import torch.nn as nn
+
+    from .zoo import _flatten
+
+    backbone = loaded.module
+    forward = loaded.forward_fn
+
+    class Classifier(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.backbone = backbone
+            with torch.no_grad():
+                size = loaded.data_config["input_size"]
+                dim = _flatten((forward or backbone)(torch.zeros(1, *size))).shape[1]
+            self.head = nn.Sequential(nn.Dropout(dropout), nn.Linear(dim, n_classes))
+
+        def forward(self, x):
+            feats = forward(x) if forward is not None else self.backbone(x)
+            return self.head(_flatten(feats))
+
+    for p in backbone.parameters():
+        p.requires_grad_(True)
+    backbone.eval()  # the probe pass above must not touch BatchNorm statistics
+    return Classifier()
+
+
+def _atomic_save(obj, path: Path) -> None:
+    import torch
+
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+def _loader(items, transform, cfg, shuffle, seed):
+    import torch
+    from torch.utils.data import DataLoader
+
+    g = torch.Generator().manual_seed(seed)
+    return DataLoader(_Images(items, transform), batch_size=cfg.batch_size, shuffle=shuffle, generator=g,
+                      num_workers=cfg.num_workers, drop_last=False)
+
+
+def _run_epoch_eval(model, loader):
+    import torch
+    import torch.nn.functional as F
+
+    model.eval()
+    logits, labels = [], []
+    with torch.no_grad():
+        for x, y in loader:
+            logits.append(model(x))
+            labels.append(y)
+    lg, lb = torch.cat(logits), torch.cat(labels)
+    return lg, float(F.cross_entropy(lg, lb)), float((lg.argmax(1) == lb).float().mean())
+
+
+def run_finetune(task, loaded, model_id: str, cfg: FinetuneConfig, results_dir, method: str = "finetune",
+                 epochs_per_invocation: int | None = None, config_extra: dict | None = None,
+                 progress: bool = True) -> pd.DataFrame | None:
+    """Fine-tune per seed; returns summary rows, or None if the run was paused by ``epochs_per_invocation``."""
+    import torch
+    import torch.nn.functional as F
+    from tqdm.auto import tqdm
+
+    from . import results as R
+
+    tr, va = task.split("train"), task.split("val")
+    if tr.empty or va.empty:
+        raise ValueError(f"task {task.name}: needs non-empty train and val splits (have {task.counts()})")
+    ev = task.items[task.items["split"].isin(task.eval_splits)].reset_index(drop=True)
+    digest = R.config_digest({"finetune": asdict(cfg), "task": task.name, "task_info": task.info,
+                              "model": loaded.identity(), **(config_extra or {})})
+    initial = copy.deepcopy(loaded.module.state_dict())
+    out = []
+    for seed in cfg.seeds:
+        rid = R.run_id(method, task.name, model_id, seed, digest)
+        if R.run_done(results_dir, rid):
+            out.append(pd.read_parquet(R.part_path(results_dir, "summary", rid)))
+            continue
+        loaded.module.load_state_dict(initial)
+        torch.manual_seed(seed)
+        model = _build(loaded, len(task.classes), cfg.dropout)
+        opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=cfg.lr,
+                                weight_decay=cfg.weight_decay)
+        ckdir = Path(results_dir) / "checkpoints" / rid
+        ckdir.mkdir(parents=True, exist_ok=True)
+        state = {"epoch": -1, "best_score": float("inf"), "best_epoch": -1, "best_acc": float("nan"),
+                 "since": 0, "history": [], "seconds": 0.0, "stopped": False}
+        best_weights = None
+        last = ckdir / "last.pt"
+        if last.is_file():
+            ck = torch.load(last, map_location="cpu", weights_only=False)
+            if ck.get("digest") != digest:
+                raise RuntimeError(f"{last}: checkpoint of a different configuration; remove it to start over")
+            model.load_state_dict(ck["model"])
+            opt.load_state_dict(ck["optimizer"])
+            state = ck["state"]
+            torch.set_rng_state(ck["torch_rng"])
+            best_weights = torch.load(ckdir / "best.pt", map_location="cpu", weights_only=True)
+            log.info("resuming %s after epoch %d", rid, state["epoch"])
+        val_loader = _loader(va, loaded.transform, cfg, False, seed)
+        done_now = 0
+        bar = tqdm(total=cfg.epochs, initial=state["epoch"] + 1, desc=f"finetune {model_id} seed {seed}",
+                   unit="epoch", disable=not progress, leave=False)
+        while state["epoch"] + 1 < cfg.epochs and not state["stopped"]:
+            if epochs_per_invocation is not None and done_now >= epochs_per_invocation:
+                bar.close()
+                return None
+            epoch = state["epoch"] + 1
+            t0 = time.perf_counter()
+            model.train()
+            for x, y in _loader(tr, loaded.transform, cfg, True, seed * 100_003 + epoch):
+                if len(y) < 2:
+                    continue
+                opt.zero_grad(set_to_none=True)
+                F.cross_entropy(model(x), y).backward()
+                opt.step()
+            _, vloss, vacc = _run_epoch_eval(model, val_loader)
+            score = vloss if cfg.monitor == "val_loss" else -vacc
+            state["history"].append({"epoch": epoch, "val_loss": vloss, "val_accuracy": vacc})
+            if score < state["best_score"] - 1e-12:
+                state.update(best_score=score, best_epoch=epoch, best_acc=vacc, since=0)
+                best_weights = copy.deepcopy(model.state_dict())
+                _atomic_save(best_weights, ckdir / "best.pt")
+            else:
+                state["since"] += 1
+                if cfg.patience and state["since"] >= cfg.patience:
+                    state["stopped"] = True
+            state["epoch"] = epoch
+            state["seconds"] += time.perf_counter() - t0
+            _atomic_save({"digest": digest, "model": model.state_dict(), "optimizer": opt.state_dict(),
+                          "state": state, "torch_rng": torch.get_rng_state()}, last)
+            done_now += 1
+            bar.update(1)
+        bar.close()
+        model.load_state_dict(best_weights)
+        lg, _, _ = _run_epoch_eval(model, _loader(ev, loaded.transform, cfg, False, seed))
+        probs = torch.softmax(lg, 1).numpy()
+        trials = trial_rows(ev, probs, task.classes, observer=model_id, task=task.name, method=method,
+                            seed=seed, rid=rid)
+        summ = summary_rows(trials, task.classes, n_boot=cfg.n_boot, ci=cfg.ci, seed=seed, extra={
+            "model_id": model_id, "task": task.name, "method": method, "seed": seed, "feature": "finetuned",
+            "best_epoch": state["best_epoch"], "epochs_run": state["epoch"] + 1,
+            "val_accuracy": state["best_acc"], "train_seconds": state["seconds"], "config_digest": digest,
+            "run_id": rid})
+        R.write_part(results_dir, "trials", rid, trials)
+        R.write_part(results_dir, "summary", rid, summ)
+        out.append(R.conform(summ, "summary"))
+    loaded.module.load_state_dict(initial)
+    return pd.concat(out, ignore_index=True)

@@ -1,0 +1,140 @@
+"""Human trial tables, read into the same schema as the models' (``eval.results.TRIAL_DTYPES``).
+
+* :func:`load_model_vs_human` — the model-vs-human format (Geirhos et al., 2021): one CSV per observer and
+  dataset, ``<dataset>_subject-XX_session_N.csv`` with columns ``subj, session|Session, trial, rt,
+  object_response, category, condition, imagename``. ``object_response`` ``na`` (no answer in time) counts
+  as an error. ``item_id`` is the image id: the last two ``_`` fields of ``imagename`` (without extension)
+  when they start with ``n0`` (ImageNet synset + number), else the last field; with the condition it aligns
+  trials between observers.
+* :func:`load_3dpc_humans` — per-trial responses of a 3D-PC experiment: a CSV (or a folder of CSVs, e.g. one
+  per participant) with a subject column, an image column, a response column and optionally a label
+  column. Column names, a response code map (e.g. ``{left: 0, right: 1}``) and ``invert`` (the released
+  files' inverted VPT polarity) are parameters. Images are matched to a task's items by path suffix, so
+  absolute paths, release-relative paths and bare file names work when unambiguous; the label comes from
+  the task (the build's label), and a disagreeing label column is reported as an error.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .results import conform
+
+MVH_COLUMNS = {"subj", "trial", "object_response", "category", "condition", "imagename"}
+_MVH_NAME = re.compile(r"^(?P<dataset>.+)_(?P<subject>subject-\d+)_session_(?P<session>\d+)\.csv$")
+
+
+class HumanDataError(ValueError):
+    pass
+
+
+def mvh_image_id(imagename: str) -> str:
+    stem = Path(str(imagename)).stem
+    parts = stem.split("_")
+    if len(parts) >= 2 and parts[-2].startswith("n0"):
+        return "_".join(parts[-2:])
+    return parts[-1]
+
+
+def load_model_vs_human(path: str | Path, dataset: str | None = None) -> pd.DataFrame:
+    """Trials of every observer CSV under ``path`` (a dataset folder, the folder of dataset folders, or one
+    file), as a trial table with ``task`` = the dataset name and ``method`` = ``human``."""
+    path = Path(path)
+    files = [path] if path.is_file() else sorted(path.rglob("*.csv"))
+    if not files:
+        raise HumanDataError(f"{path}: no CSV files")
+    frames = []
+    for f in files:
+        m = _MVH_NAME.match(f.name)
+        if not m:
+            raise HumanDataError(f"{f}: file name does not follow <dataset>_subject-XX_session_N.csv")
+        if dataset and m["dataset"] != dataset:
+            continue
+        df = pd.read_csv(f, dtype=str, keep_default_na=False)
+        df.columns = [c.strip().lower() for c in df.columns]
+        missing = MVH_COLUMNS - set(df.columns)
+        if missing:
+            raise HumanDataError(f"{f}: missing columns {sorted(missing)}")
+        resp = df["object_response"].str.strip()
+        label = df["category"].str.strip()
+        frames.append(pd.DataFrame({
+            "observer": df["subj"].str.strip(), "observer_type": "human", "model_id": "", "task": m["dataset"],
+            "split": "test", "method": "human", "seed": 0,
+            "item_id": [mvh_image_id(x) for x in df["imagename"]],
+            "condition": df["condition"].str.strip(), "label": label, "response": resp, "score": np.nan,
+            "correct": (resp == label).to_numpy(), "run_id": f"human__{m['dataset']}__{m['subject']}",
+            "trial": pd.to_numeric(df["trial"], errors="coerce"),
+            "rt": pd.to_numeric(df.get("rt", pd.Series([np.nan] * len(df))), errors="coerce"),
+        }))
+    if not frames:
+        raise HumanDataError(f"{path}: no files for dataset {dataset!r}")
+    return conform(pd.concat(frames, ignore_index=True), "trials")
+
+
+def load_3dpc_humans(path: str | Path, task, subject_col: str = "subject", image_col: str = "image",
+                     response_col: str = "response", label_col: str | None = None,
+                     response_map: dict | None = None, invert: bool = False, split: str = "human") -> pd.DataFrame:
+    """Per-trial human responses of a 3D-PC experiment as a trial table aligned with ``task``'s items."""
+    path = Path(path)
+    files = [path] if path.is_file() else sorted(path.glob("*.csv"))
+    if not files:
+        raise HumanDataError(f"{path}: no CSV files")
+    items = task.items[task.items["split"] == split] if split else task.items
+    items = items.drop_duplicates("item_id")
+    by_suffix: dict[str, list[str]] = {}
+    for iid in items["item_id"]:
+        parts = str(iid).split("/")
+        for k in range(1, len(parts) + 1):
+            by_suffix.setdefault("/".join(parts[-k:]), []).append(iid)
+    label_of = dict(zip(items["item_id"], items["label_name"]))
+    frames = []
+    for f in files:
+        df = pd.read_csv(f, dtype=str, keep_default_na=False)
+        for col in (subject_col, image_col, response_col) + ((label_col,) if label_col else ()):
+            if col not in df.columns:
+                raise HumanDataError(f"{f}: no column {col!r} (columns: {list(df.columns)})")
+        ids = []
+        for row, img in enumerate(df[image_col]):
+            key = str(img).replace("\\", "/").strip()
+            cands = None
+            parts = key.split("/")
+            for k in range(len(parts), 0, -1):
+                cands = by_suffix.get("/".join(parts[-k:]))
+                if cands:
+                    break
+            if not cands:
+                raise HumanDataError(f"{f}, row {row + 2}: image {img!r} is not in task {task.name} (split {split})")
+            if len(set(cands)) > 1:
+                raise HumanDataError(f"{f}, row {row + 2}: image {img!r} matches several items, e.g. {cands[:2]}")
+            ids.append(cands[0])
+        resp = df[response_col].str.strip()
+        if response_map:
+            unknown = set(resp) - set(map(str, response_map))
+            if unknown:
+                raise HumanDataError(f"{f}: responses {sorted(unknown)} not in response_map {response_map}")
+            resp = resp.map({str(k): str(v) for k, v in response_map.items()})
+        if invert:
+            bad = set(resp) - {"0", "1"}
+            if bad:
+                raise HumanDataError(f"{f}: invert=true needs 0/1 responses, found {sorted(bad)}")
+            resp = resp.map({"0": "1", "1": "0"})
+        labels = pd.Series([label_of[i] for i in ids])
+        if label_col:
+            given = df[label_col].str.strip()
+            if invert:
+                given = given.map({"0": "1", "1": "0"}).fillna(given)
+            mismatch = (given.to_numpy() != labels.to_numpy())
+            if mismatch.any():
+                r = int(np.argmax(mismatch))
+                raise HumanDataError(f"{f}, row {r + 2}: column {label_col!r} says {given.iloc[r]!r} but the task's "
+                                     f"label of {ids[r]} is {labels.iloc[r]!r} (polarity? try invert=true)")
+        frames.append(pd.DataFrame({
+            "observer": df[subject_col].str.strip(), "observer_type": "human", "model_id": "", "task": task.name,
+            "split": split, "method": "human", "seed": 0, "item_id": ids, "condition": "",
+            "label": labels.to_numpy(), "response": resp.to_numpy(), "score": np.nan,
+            "correct": resp.to_numpy() == labels.to_numpy(), "run_id": f"human__{f.stem}",
+        }))
+    return conform(pd.concat(frames, ignore_index=True), "trials")

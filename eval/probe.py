@@ -1,0 +1,208 @@
+"""Linear probes on cached embeddings (the 3D-PC protocol; every value configurable).
+
+Head: ``BatchNorm1d(d, affine=False) → Dropout(p) → Linear(d, k)`` trained with cross-entropy (for two
+classes this is the released code's ``Linear(d, 1)`` + BCE up to parameterisation) by AdamW. Early stopping
+watches the validation split (held out by setting or pair, never by image): the head with the best
+``monitor`` value is kept; training stops after ``patience`` epochs without improvement (0 = run all
+epochs, keep the best). Several seeds give a mean and a CI across seeds; every evaluation split also gets a
+bootstrap CI over items per seed.
+"""
+from __future__ import annotations
+
+import copy
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from . import stats
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ProbeConfig:
+    lr: float = 5e-4
+    weight_decay: float = 1e-4
+    epochs: int = 50
+    batch_size: int = 128
+    dropout: float = 0.3
+    patience: int = 10
+    monitor: str = "val_loss"  # val_loss | val_accuracy
+    seeds: tuple[int, ...] = (0, 1, 2)
+    n_boot: int = 10_000
+    ci: float = 0.95
+
+    def __post_init__(self):
+        checks = [("lr", self.lr > 0), ("weight_decay", self.weight_decay >= 0), ("epochs", self.epochs >= 1),
+                  ("batch_size", self.batch_size >= 1), ("dropout", 0 <= self.dropout < 1),
+                  ("patience", self.patience >= 0), ("monitor", self.monitor in ("val_loss", "val_accuracy")),
+                  ("seeds", len(self.seeds) >= 1), ("n_boot", self.n_boot >= 100), ("ci", 0 < self.ci < 1)]
+        for name, ok in checks:
+            if not ok:
+                raise ValueError(f"probe.{name}={getattr(self, name)!r} is not allowed "
+                                 "(lr>0, weight_decay>=0, epochs>=1, batch_size>=1, 0<=dropout<1, patience>=0, "
+                                 "monitor in val_loss|val_accuracy, at least one seed, n_boot>=100, 0<ci<1)")
+
+
+@dataclass
+class ProbeFit:
+    head: object  # torch.nn.Module
+    best_epoch: int
+    epochs_run: int
+    val_accuracy: float
+    val_loss: float
+    seconds: float
+    history: list = field(default_factory=list)
+
+
+def make_head(dim: int, n_classes: int, dropout: float):
+    import torch.nn as nn
+
+    return nn.Sequential(nn.BatchNorm1d(dim, affine=False), nn.Dropout(dropout), nn.Linear(dim, n_classes))
+
+
+def _evaluate(head, X, y, batch: int = 4096):
+    import torch
+    import torch.nn.functional as F
+
+    head.eval()
+    with torch.no_grad():
+        logits = torch.cat([head(X[i:i + batch]) for i in range(0, len(X), batch)])
+        loss = float(F.cross_entropy(logits, y)) if y is not None else float("nan")
+        acc = float((logits.argmax(1) == y).float().mean()) if y is not None else float("nan")
+    return logits, loss, acc
+
+
+def train_probe(X_train: np.ndarray, y_train: np.ndarray, X_val: np.ndarray, y_val: np.ndarray,
+                n_classes: int, cfg: ProbeConfig, seed: int) -> ProbeFit:
+    import torch
+    import torch.nn.functional as F
+
+    if len(X_train) < 2 or len(X_val) < 1:
+        raise ValueError(f"a probe needs >= 2 training and >= 1 validation images (got {len(X_train)}, {len(X_val)})")
+    t0 = time.perf_counter()
+    torch.manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed)
+    Xt = torch.from_numpy(np.array(X_train, dtype=np.float32))
+    yt = torch.from_numpy(np.array(y_train, dtype=np.int64))
+    Xv = torch.from_numpy(np.array(X_val, dtype=np.float32))
+    yv = torch.from_numpy(np.array(y_val, dtype=np.int64))
+    head = make_head(Xt.shape[1], n_classes, cfg.dropout)
+    opt = torch.optim.AdamW(head.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    best = (None, -1, float("inf"), -1.0, float("inf"))  # state, epoch, score, acc, loss
+    history, since = [], 0
+    n = len(Xt)
+    for epoch in range(cfg.epochs):
+        head.train()
+        perm = torch.randperm(n, generator=gen)
+        for i in range(0, n, cfg.batch_size):
+            idx = perm[i:i + cfg.batch_size]
+            if len(idx) < 2:  # BatchNorm in training mode needs two samples
+                continue
+            opt.zero_grad(set_to_none=True)
+            F.cross_entropy(head(Xt[idx]), yt[idx]).backward()
+            opt.step()
+        _, vloss, vacc = _evaluate(head, Xv, yv)
+        history.append({"epoch": epoch, "val_loss": vloss, "val_accuracy": vacc})
+        score = vloss if cfg.monitor == "val_loss" else -vacc
+        if score < best[2] - 1e-12:
+            best = (copy.deepcopy(head.state_dict()), epoch, score, vacc, vloss)
+            since = 0
+        else:
+            since += 1
+            if cfg.patience and since >= cfg.patience:
+                break
+    head.load_state_dict(best[0])
+    head.eval()
+    return ProbeFit(head, best[1], len(history), best[3], best[4], time.perf_counter() - t0, history)
+
+
+def predict(head, X: np.ndarray) -> np.ndarray:
+    """Class probabilities [N, k]."""
+    import torch
+
+    logits, _, _ = _evaluate(head, torch.from_numpy(np.array(X, dtype=np.float32)), None)
+    return torch.softmax(logits, 1).numpy()
+
+
+def trial_rows(items: pd.DataFrame, probs: np.ndarray, classes: list[str], *, observer: str, task: str,
+               method: str, seed: int, rid: str) -> pd.DataFrame:
+    resp = probs.argmax(1)
+    return pd.DataFrame({
+        "observer": observer, "observer_type": "model", "model_id": observer, "task": task,
+        "split": items["split"].to_numpy(), "method": method, "seed": seed,
+        "item_id": items["item_id"].to_numpy(),
+        "condition": items["condition"].to_numpy() if "condition" in items else "",
+        "label": items["label_name"].to_numpy(), "response": np.asarray(classes, dtype=object)[resp],
+        "score": probs[np.arange(len(resp)), resp], "correct": resp == items["label"].to_numpy(),
+        "run_id": rid,
+    })
+
+
+def summary_rows(trials: pd.DataFrame, classes: list[str], *, n_boot: int, ci: float, seed: int,
+                 extra: dict) -> pd.DataFrame:
+    rows = []
+    for split, g in trials.groupby("split", sort=False):
+        acc = stats.accuracy_ci(g["correct"], n_boot, ci, seed)
+        bal = stats.balanced_accuracy_ci(g["label"], g["response"], n_boot, ci, seed)
+        rows.append({"split": split, "n": acc.n, "accuracy": acc.value, "accuracy_ci_low": acc.ci_low,
+                     "accuracy_ci_high": acc.ci_high, "balanced_accuracy": bal.value,
+                     "balanced_accuracy_ci_low": bal.ci_low, "balanced_accuracy_ci_high": bal.ci_high,
+                     "chance": 1.0 / len(classes), **extra})
+    return pd.DataFrame(rows)
+
+
+def run_probe(task, embeddings, model_id: str, cfg: ProbeConfig, results_dir, feature: str = "pooled",
+              method: str = "probe", config_extra: dict | None = None, progress: bool = True) -> pd.DataFrame:
+    """Train one probe per seed on ``task``'s train split, early-stop on val, evaluate the task's
+    evaluation splits, and append trial and summary parts to ``results_dir``. Seeds whose run already
+    exists are skipped (resumable). Returns this model's summary rows for the seeds."""
+    from tqdm.auto import tqdm
+
+    from . import results as R
+
+    tr, va = task.split("train"), task.split("val")
+    if tr.empty or va.empty:
+        raise ValueError(f"task {task.name}: needs non-empty train and val splits (have {task.counts()})")
+    Xtr, Xva = embeddings.matrix(tr["item_id"], feature), embeddings.matrix(va["item_id"], feature)
+    ev = task.items[task.items["split"].isin(task.eval_splits)].reset_index(drop=True)
+    Xev = embeddings.matrix(ev["item_id"], feature)
+    digest = R.config_digest({"probe": asdict(cfg), "feature": feature, "task": task.name,
+                              "task_info": task.info, "embeddings": embeddings.key, **(config_extra or {})})
+    out = []
+    for seed in tqdm(cfg.seeds, desc=f"probe {model_id} on {task.name}", unit="seed", disable=not progress,
+                     leave=False):
+        rid = R.run_id(method, task.name, model_id, seed, digest)
+        if R.run_done(results_dir, rid):
+            log.info("run %s exists; skipped", rid)
+            out.append(pd.read_parquet(R.part_path(results_dir, "summary", rid)))
+            continue
+        fit = train_probe(Xtr, tr["label"].to_numpy(), Xva, va["label"].to_numpy(), len(task.classes), cfg, seed)
+        trials = trial_rows(ev, predict(fit.head, Xev), task.classes, observer=model_id, task=task.name,
+                            method=method, seed=seed, rid=rid)
+        summ = summary_rows(trials, task.classes, n_boot=cfg.n_boot, ci=cfg.ci, seed=seed, extra={
+            "model_id": model_id, "task": task.name, "method": method, "seed": seed, "feature": feature,
+            "best_epoch": fit.best_epoch, "epochs_run": fit.epochs_run, "val_accuracy": fit.val_accuracy,
+            "train_seconds": fit.seconds, "config_digest": digest, "run_id": rid})
+        R.write_part(results_dir, "trials", rid, trials)  # trials first: a summary implies its trials exist
+        R.write_part(results_dir, "summary", rid, summ)
+        out.append(R.conform(summ, "summary"))
+    return pd.concat(out, ignore_index=True)
+
+
+def seed_summary(summary: pd.DataFrame, ci: float = 0.95) -> pd.DataFrame:
+    """Mean and t-interval across seeds of accuracy per (model, task, method, split)."""
+    from scipy import stats as st
+
+    rows = []
+    for key, g in summary.groupby(["model_id", "task", "method", "split"]):
+        a = g["accuracy"].to_numpy(float)
+        m = float(a.mean())
+        half = float(st.t.ppf(0.5 + ci / 2, len(a) - 1) * a.std(ddof=1) / np.sqrt(len(a))) if len(a) > 1 else float("nan")
+        rows.append(dict(zip(["model_id", "task", "method", "split"], key), seeds=len(a), accuracy_mean=m,
+                         accuracy_ci_low=m - half, accuracy_ci_high=m + half,
+                         balanced_accuracy_mean=float(g["balanced_accuracy"].mean())))
+    return pd.DataFrame(rows)

@@ -1,0 +1,156 @@
+"""``python -m eval stats``: statistics tables and a Markdown report over a results folder.
+
+Reads every trial and summary part, optionally human trials (model-vs-human CSVs, a 3D-PC response file
+or a table already in the trial schema) and a zoo list with ImageNet top-1, and writes to ``<out>``:
+
+* ``seed_summary.csv`` — accuracy mean and t-interval across seeds per (model, task, method, split);
+* ``observers.csv`` — per observer (models per seed, humans) on ``split``: accuracy and balanced accuracy
+  with bootstrap CIs over items, label-permutation noise floor (mean and 95th percentile), response entropy;
+* ``error_consistency.csv`` — κ of every model run against every human on shared images, and
+  ``human_ceiling.csv`` (all human pairs, per task);
+* ``task_differences.csv`` — paired sign-flip tests between tasks over the models both were run on;
+* ``imagenet_correlation.csv`` — Pearson and Spearman correlation of task accuracy with ImageNet top-1;
+* ``report.md`` — the tables above in readable form.
+"""
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import stats
+from .results import conform, read_results
+
+
+def _humans(c: dict) -> pd.DataFrame | None:
+    if not c.get("humans"):
+        return None
+    fmt = c.get("humans_format", "model-vs-human")
+    if fmt == "model-vs-human":
+        from .humans import load_model_vs_human
+
+        return load_model_vs_human(c["humans"])
+    if fmt == "3dpc":
+        from .humans import load_3dpc_humans
+        from .tasks import load_task
+
+        if not c.get("task"):
+            raise ValueError("humans_format=3dpc needs task=<the 3D-PC build the images come from>")
+        task = load_task(c["task"], c.get("target") or "vpt")
+        return load_3dpc_humans(c["humans"], task, **(c.get("humans_options") or {}))
+    if fmt == "trials":
+        p = Path(c["humans"])
+        return conform(pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p), "trials")
+    raise ValueError(f"humans_format={fmt!r}: allowed model-vs-human, 3dpc, trials")
+
+
+def observer_table(trials: pd.DataFrame, n_boot: int, n_perm: int, ci: float, seed: int) -> pd.DataFrame:
+    rows = []
+    keys = ["task", "split", "method", "observer", "observer_type", "seed"]
+    for key, g in trials.groupby(keys, sort=True):
+        acc = stats.accuracy_ci(g["correct"], n_boot, ci, seed)
+        bal = stats.balanced_accuracy_ci(g["label"], g["response"], n_boot, ci, seed)
+        floor = stats.permutation_noise_floor(g["label"], g["response"], n_perm, seed)
+        rows.append({**dict(zip(keys, key)), "n": acc.n, "accuracy": acc.value, "accuracy_ci_low": acc.ci_low,
+                     "accuracy_ci_high": acc.ci_high, "balanced_accuracy": bal.value,
+                     "balanced_accuracy_ci_low": bal.ci_low, "balanced_accuracy_ci_high": bal.ci_high,
+                     "noise_floor_mean": floor["mean"], "noise_floor_p95": floor["p95"],
+                     "response_entropy_bits": stats.response_entropy(g["response"])})
+    return pd.DataFrame(rows)
+
+
+def consistency_tables(trials: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """κ per (model run, human) and the human-human ceiling, per task."""
+    ec, ceil = [], []
+    for task, t in trials.groupby("task"):
+        hum = t[t["observer_type"] == "human"]
+        humans = sorted(hum["observer"].unique())
+        if len(humans) >= 2:
+            pw = stats.pairwise_error_consistency(hum)
+            ceil.append({"task": task, "pairs": len(pw), "kappa_mean": pw["kappa"].mean(),
+                         "kappa_std": pw["kappa"].std(ddof=1) if len(pw) > 1 else np.nan})
+        mod = t[t["observer_type"] == "model"]
+        for (method, model, seed), g in mod.groupby(["method", "observer", "seed"]):
+            for h in humans:
+                both = pd.concat([g.assign(observer=f"model:{model}"), hum[hum["observer"] == h]])
+                try:
+                    r = stats.error_consistency_between(both, f"model:{model}", h)
+                except stats.StatsError:
+                    continue
+                ec.append({"task": task, "method": method, "model_id": model, "seed": seed, "human": h, **r})
+    return pd.DataFrame(ec), pd.DataFrame(ceil)
+
+
+def task_differences(summary: pd.DataFrame, split: str, seed: int) -> pd.DataFrame:
+    s = summary[summary["split"] == split].groupby(["method", "task", "model_id"])["accuracy"].mean().reset_index()
+    rows = []
+    for method, g in s.groupby("method"):
+        wide = g.pivot(index="model_id", columns="task", values="accuracy")
+        for a, b in itertools.combinations(sorted(wide.columns), 2):
+            pair = wide[[a, b]].dropna()
+            if len(pair) < 2:
+                continue
+            r = stats.sign_flip_test(pair[a], pair[b], seed=seed)
+            rows.append({"method": method, "task_a": a, "task_b": b, "models": r["n"],
+                         "mean_difference": r["mean_difference"], "p_value": r["p_value"], "exact": r["exact"]})
+    return pd.DataFrame(rows)
+
+
+def _md(df: pd.DataFrame, floatfmt: str = "{:.3f}") -> str:
+    if df is None or df.empty:
+        return "_none_\n"
+    cols = list(df.columns)
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for _, r in df.iterrows():
+        lines.append("| " + " | ".join(floatfmt.format(v) if isinstance(v, float) else str(v) for v in r) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def run_stats(c: dict) -> Path:
+    from render.files import atomic_write_text, write_table
+
+    from .probe import seed_summary
+    from .zoo import zoo_table
+
+    res = Path(c["results"])
+    if not res.is_dir():
+        raise FileNotFoundError(f"results={res}: no such folder")
+    out = Path(c["out"]) if c.get("out") else res / "stats"
+    out.mkdir(parents=True, exist_ok=True)
+    trials = read_results(res, "trials")
+    summary = read_results(res, "summary")
+    humans = _humans(c)
+    if humans is not None:
+        trials = pd.concat([trials, humans], ignore_index=True)
+    if trials.empty:
+        raise ValueError(f"results={res}: no trials (run python -m eval probe ... out={res} first)")
+    split = c.get("split", "test")
+    sel = trials[(trials["split"] == split) | (trials["observer_type"] == "human")]
+    n_boot, n_perm, ci, seed = int(c["n_boot"]), int(c["n_perm"]), float(c["ci"]), int(c["seed"])
+    tables = {
+        "seed_summary": seed_summary(summary, ci) if not summary.empty else pd.DataFrame(),
+        "observers": observer_table(sel, n_boot, n_perm, ci, seed),
+    }
+    tables["error_consistency"], tables["human_ceiling"] = consistency_tables(sel)
+    tables["task_differences"] = task_differences(summary, split, seed) if not summary.empty else pd.DataFrame()
+    if c.get("zoo") and "imagenet_top1" in zoo_table(c["zoo"]).columns:
+        tables["imagenet_correlation"] = stats.correlate_with_imagenet(summary, zoo_table(c["zoo"]), split=split)
+    for name, df in tables.items():
+        write_table(df, out / name)
+    parts = [f"# Statistics for `{res}`\n", f"Split: `{split}`; bootstrap {n_boot} resamples of n items; "
+             f"noise floor from {n_perm} label permutations; CI level {ci}.\n"]
+    titles = {"seed_summary": "Accuracy across seeds", "observers": "Observers",
+              "error_consistency": "Error consistency (model vs each human)",
+              "human_ceiling": "Human-human error consistency (ceiling)",
+              "task_differences": "Paired sign-flip tests between tasks", "imagenet_correlation":
+              "Correlation with ImageNet top-1"}
+    for name, df in tables.items():
+        shown = df
+        if name == "error_consistency" and not df.empty:
+            shown = df.groupby(["task", "method", "model_id"], as_index=False).agg(
+                kappa_mean=("kappa", "mean"), humans=("human", "nunique"), runs=("seed", "nunique"))
+        parts.append(f"\n## {titles[name]}\n\n" + _md(shown))
+    atomic_write_text(out / "report.md", "".join(parts))
+    return out

@@ -1,0 +1,126 @@
+"""Result tables: one schema for humans and models; append-only, parallel-safe writes.
+
+Trial table (one row per observer × image × run; ``TRIAL_DTYPES``):
+``observer`` (model id or human subject id), ``observer_type`` (``model`` | ``human``), ``model_id``
+(empty for humans), ``task``, ``split``, ``method`` (``probe``, ``finetune``, ``human``, ...), ``seed``,
+``item_id`` (image path relative to its dataset: the alignment key), ``condition`` (empty when none),
+``label`` and ``response`` (class names as strings), ``score`` (the model's probability of its response;
+NaN for humans), ``correct``, ``run_id``.
+
+Summary table (one row per model × task × method × seed × split; ``SUMMARY_DTYPES``): counts, accuracy and
+balanced accuracy with bootstrap CIs over items, training facts (best epoch, validation accuracy, seconds),
+the configuration digest and ``run_id``.
+
+A results folder holds ``trials/<run_id>.parquet`` and ``summary/<run_id>.parquet``. Each part is written
+to a temporary file and *linked* into place (``os.link`` fails if the name exists), so parallel jobs never
+overwrite or interleave each other's rows, a reader never sees half a file, and a finished run is never
+rewritten (re-running it is a no-op: runs are resumable by ``run_id``).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import uuid
+from pathlib import Path
+
+import pandas as pd
+
+TRIAL_DTYPES = {
+    "observer": "string", "observer_type": "string", "model_id": "string", "task": "string",
+    "split": "string", "method": "string", "seed": "int64", "item_id": "string", "condition": "string",
+    "label": "string", "response": "string", "score": "float64", "correct": "boolean", "run_id": "string",
+}
+SUMMARY_DTYPES = {
+    "model_id": "string", "task": "string", "method": "string", "seed": "int64", "split": "string",
+    "n": "int64", "accuracy": "float64", "accuracy_ci_low": "float64", "accuracy_ci_high": "float64",
+    "balanced_accuracy": "float64", "balanced_accuracy_ci_low": "float64",
+    "balanced_accuracy_ci_high": "float64", "chance": "float64", "feature": "string",
+    "best_epoch": "int64", "epochs_run": "int64", "val_accuracy": "float64", "train_seconds": "float64",
+    "config_digest": "string", "run_id": "string",
+}
+KINDS = ("trials", "summary")
+
+
+class ResultsError(ValueError):
+    pass
+
+
+def config_digest(config: dict) -> str:
+    return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def run_id(method: str, task: str, model_id: str, seed: int, digest: str) -> str:
+    def safe(s):
+        return "".join(c if c.isalnum() or c in "._-" else "_" for c in str(s))
+
+    return f"{safe(method)}__{safe(task)}__{safe(model_id)}__seed{seed}__{digest}"
+
+
+def conform(df: pd.DataFrame, kind: str) -> pd.DataFrame:
+    """``df`` with exactly the schema's columns, order and dtypes (missing optional text → empty)."""
+    dtypes = TRIAL_DTYPES if kind == "trials" else SUMMARY_DTYPES
+    df = df.copy()
+    for col, dt in dtypes.items():
+        if col not in df:
+            if dt == "string":
+                df[col] = ""
+            else:
+                raise ResultsError(f"{kind} table lacks required column {col!r}")
+    extra = [c for c in df.columns if c not in dtypes]
+    df = df[list(dtypes) + extra]
+    return df.astype(dtypes)
+
+
+def part_path(results: str | Path, kind: str, rid: str) -> Path:
+    if kind not in KINDS:
+        raise ResultsError(f"kind={kind!r}: allowed {KINDS}")
+    return Path(results) / kind / f"{rid}.parquet"
+
+
+def run_done(results: str | Path, rid: str) -> bool:
+    return all(part_path(results, k, rid).is_file() for k in KINDS)
+
+
+def write_part(results: str | Path, kind: str, rid: str, df: pd.DataFrame) -> bool:
+    """Write one part; returns False (and writes nothing) if that part already exists."""
+    final = part_path(results, kind, rid)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = final.with_name(f".{final.stem}.{uuid.uuid4().hex}.tmp")
+    conform(df, kind).to_parquet(tmp, index=False)
+    try:
+        os.link(tmp, final)  # atomic, and refuses to replace an existing part
+        return True
+    except FileExistsError:
+        return False
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def read_results(results: str | Path, kind: str = "trials") -> pd.DataFrame:
+    """All parts of ``kind`` in a results folder, concatenated (empty table with the schema if none)."""
+    folder = Path(results) / kind
+    parts = sorted(folder.glob("*.parquet")) if folder.is_dir() else []
+    dtypes = TRIAL_DTYPES if kind == "trials" else SUMMARY_DTYPES
+    if not parts:
+        return pd.DataFrame({c: pd.Series(dtype=d) for c, d in dtypes.items()})
+    frames = []
+    for p in parts:
+        try:
+            frames.append(pd.read_parquet(p))
+        except Exception as e:  # noqa: BLE001
+            raise ResultsError(f"cannot read result part {p}: {e}") from None
+    return conform(pd.concat(frames, ignore_index=True), kind)
+
+
+def export_tables(results: str | Path) -> dict[str, Path]:
+    """Merge the parts into ``trials.parquet|csv`` and ``summary.parquet|csv`` next to the folders."""
+    from render.files import write_table
+
+    out = {}
+    for kind in KINDS:
+        df = read_results(results, kind)
+        stem = Path(results) / kind
+        write_table(df, stem.with_name(f"{kind}_all"))
+        out[kind] = stem.with_name(f"{kind}_all.parquet")
+    return out

@@ -1,0 +1,186 @@
+"""Task datasets for evaluation: a folder Vantage (or the user) made, read as one table of trials.
+
+``load_task(path, target=...)`` returns a :class:`TaskData` whose ``items`` table has one row per
+(image, split): ``item_id`` (the image path relative to the dataset folder — the key that aligns models
+and humans), ``path`` (absolute), ``label`` (int class index), ``label_name`` (string), ``split``
+(``train``, ``val``, ``test`` and evaluation-only subsets such as ``human`` or ``strategy``), ``group``
+(the unit held out together: setting, pair or source image). An image may appear in several evaluation
+splits (the 3D-PC human subset is part of the test split).
+
+Recognised layouts:
+
+* **3D-PC build** (``metadata.parquet`` + ``manifest.json`` from ``python -m tasks.threedpc``): targets
+  ``vpt`` (1 = the green camera sees the ball), ``depth`` (1 = the ball is further than the camera) and
+  ``vpt_strategy`` (trained on VPT-basic, tested on the VPT-Strategy sequences). Splits come from the build
+  (validation held out by setting); evaluation splits ``test``, ``human`` (+ ``strategy``).
+* **2D generator output** (``annotations.parquet`` from ``python -m tasks.generate``): ``target`` names the
+  column to predict (e.g. ``shape_class``, ``condition``); train/val/test are assigned by a stable hash of
+  ``pair_id`` (or ``item_id``), so the images of one pair or source never straddle splits.
+* **ImageFolder** (``<split>/<class>/<image>`` with splits ``train``, ``val`` and ``test``): e.g. the
+  3D-PC's ``vpt/`` view. Without a ``val`` folder, 15% of the training images (by hash) become validation.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".webp", ".tif", ".tiff"}
+THREEDPC_TARGETS = ("vpt", "depth", "vpt_strategy")
+TRAIN_SPLITS = ("train", "val")
+
+
+class TaskError(ValueError):
+    """A dataset folder or target that cannot be used as a task."""
+
+
+@dataclass
+class TaskData:
+    root: Path
+    name: str  # e.g. "3dpc/vpt"
+    kind: str  # threedpc | generated | imagefolder
+    items: pd.DataFrame
+    classes: list[str]
+    eval_splits: tuple[str, ...]
+    info: dict = field(default_factory=dict)
+
+    def split(self, name: str) -> pd.DataFrame:
+        return self.items[self.items["split"] == name].reset_index(drop=True)
+
+    def image_paths(self) -> list[str]:
+        """Every distinct image (sorted by item id): what embeddings are computed for."""
+        return sorted(set(self.items["item_id"]))
+
+    def counts(self) -> dict:
+        return {s: {str(k): int(v) for k, v in g["label"].value_counts().sort_index().items()}
+                for s, g in self.items.groupby("split")}
+
+
+def load_task(path: str | Path, target: str | None = None, val_fraction: float = 0.15,
+              test_fraction: float = 0.25, split_seed: int = 0) -> TaskData:
+    root = Path(path)
+    if not root.is_dir():
+        raise TaskError(f"task={path}: no such folder")
+    if (root / "metadata.parquet").is_file() and (root / "manifest.json").is_file():
+        return _threedpc(root, target or "vpt")
+    if (root / "annotations.parquet").is_file():
+        if not target:
+            raise TaskError(f"task={path}: a generated 2D dataset needs target=<column> (e.g. target=condition)")
+        return _generated(root, target, val_fraction, test_fraction, split_seed)
+    if any((root / s).is_dir() for s in ("train", "val", "test")):
+        return _imagefolder(root)
+    raise TaskError(
+        f"task={path}: not a recognised dataset (expected a 3D-PC build with metadata.parquet, a generated "
+        "dataset with annotations.parquet, or an ImageFolder with train/val/test sub-folders)")
+
+
+def _threedpc(root: Path, target: str) -> TaskData:
+    if target not in THREEDPC_TARGETS:
+        raise TaskError(f"target={target!r}: a 3D-PC build has targets {', '.join(THREEDPC_TARGETS)}")
+    meta = pd.read_parquet(root / "metadata.parquet")
+    need = {"file_name", "split", "vpt_label", "depth_label", "in_vpt", "in_depth", "in_human", "in_strategy",
+            "scene", "setting"}
+    missing = need - set(meta.columns)
+    if missing:
+        raise TaskError(f"{root / 'metadata.parquet'}: missing columns {sorted(missing)}")
+    group = meta["scene"].astype(str) + "/s" + meta["setting"].astype(str)
+    rows = []
+    label_col = "depth_label" if target == "depth" else "vpt_label"
+    member = "in_depth" if target == "depth" else "in_vpt"
+    for split in ("train", "val", "test"):
+        sel = meta[member].astype(bool) & (meta["split"] == split)
+        rows.append(_rows(meta[sel], label_col, split, group[sel]))
+    sel = meta["in_human"].astype(bool)
+    rows.append(_rows(meta[sel], label_col, "human", group[sel]))
+    eval_splits = ["test", "human"]
+    if target == "vpt_strategy":
+        sel = meta["in_strategy"].astype(bool)
+        rows.append(_rows(meta[sel], "vpt_label", "strategy", group[sel]))
+        eval_splits = ["strategy"]
+    items = pd.concat(rows, ignore_index=True)
+    items["path"] = [str(root / f) for f in items["item_id"]]
+    names = ["0", "1"]  # the build's label polarity (docs/ARCHITECTURE.md), as in its ImageFolder views
+    items["label_name"] = [names[i] for i in items["label"]]
+    manifest = json.loads((root / "manifest.json").read_text())
+    info = {"dataset_sha": _manifest_digest(manifest)}
+    return TaskData(root, f"3dpc/{target}", "threedpc", _finish(items), names, tuple(eval_splits), info)
+
+
+def _rows(df: pd.DataFrame, label_col: str, split: str, group) -> pd.DataFrame:
+    lab = df[label_col]
+    if lab.isna().any():
+        bad = df.loc[lab.isna(), "file_name"].iloc[0]
+        raise TaskError(f"{label_col} is missing for a selected image ({bad}, split {split})")
+    return pd.DataFrame({"item_id": df["file_name"].astype(str).to_numpy(), "label": lab.astype(int).to_numpy(),
+                         "split": split, "group": np.asarray(group, dtype=object)})
+
+
+def _finish(items: pd.DataFrame) -> pd.DataFrame:
+    items = items.astype({"item_id": "string", "label": "int64", "split": "string", "group": "string",
+                          "label_name": "string", "path": "string"})
+    return items[["item_id", "path", "label", "label_name", "split", "group"]]
+
+
+def _manifest_digest(manifest: dict) -> str:
+    return hashlib.sha256(json.dumps(manifest, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def hashed_split(keys, val_fraction: float, test_fraction: float, seed: int = 0) -> np.ndarray:
+    """Stable split assignment from a hash of each key (so a key's images always land together)."""
+    if not (0 <= val_fraction < 1 and 0 <= test_fraction < 1 and val_fraction + test_fraction < 1):
+        raise TaskError(f"val_fraction={val_fraction}, test_fraction={test_fraction}: must be in [0,1) and sum < 1")
+    u = np.array([int.from_bytes(hashlib.sha256(f"{seed}:{k}".encode()).digest()[:8], "little") / 2**64
+                  for k in keys])
+    return np.where(u < test_fraction, "test", np.where(u < test_fraction + val_fraction, "val", "train"))
+
+
+def _generated(root: Path, target: str, val_fraction: float, test_fraction: float, seed: int) -> TaskData:
+    ann = pd.read_parquet(root / "annotations.parquet")
+    if "skipped" in ann:
+        ann = ann[~ann["skipped"].astype(bool)]
+    if target not in ann.columns:
+        raise TaskError(f"target={target!r}: not a column of {root / 'annotations.parquet'}; "
+                        f"columns: {list(ann.columns)}")
+    key = ann["pair_id"].where(ann["pair_id"].astype(str) != "", ann["item_id"]) if "pair_id" in ann else ann["item_id"]
+    key = key.astype(str)
+    classes = sorted(ann[target].astype(str).unique())
+    index = {c: i for i, c in enumerate(classes)}
+    items = pd.DataFrame({"item_id": ann["file_name"].astype(str).to_numpy(),
+                          "label": [index[str(v)] for v in ann[target]],
+                          "split": hashed_split(key, val_fraction, test_fraction, seed),
+                          "group": key.to_numpy()})
+    items["label_name"] = [classes[i] for i in items["label"]]
+    items["path"] = [str(root / f) for f in items["item_id"]]
+    dataset = str(ann["dataset"].iloc[0]) if "dataset" in ann and len(ann) else root.name
+    info = {"target": target, "val_fraction": val_fraction, "test_fraction": test_fraction, "split_seed": seed}
+    return TaskData(root, f"{dataset}/{target}", "generated", _finish(items), classes, ("test",), info)
+
+
+def _imagefolder(root: Path) -> TaskData:
+    rows = []
+    classes = sorted({c.name for s in ("train", "val", "test") if (root / s).is_dir()
+                      for c in (root / s).iterdir() if c.is_dir()})
+    if len(classes) < 2:
+        raise TaskError(f"task={root}: an ImageFolder needs at least two class folders, found {classes}")
+    index = {c: i for i, c in enumerate(classes)}
+    for s in ("train", "val", "test"):
+        for c in classes:
+            d = root / s / c
+            if not d.is_dir():
+                continue
+            for f in sorted(d.iterdir()):
+                if f.suffix.lower() in IMAGE_SUFFIXES:
+                    rows.append((f"{s}/{c}/{f.name}", index[c], s, f"{s}/{c}/{f.stem}"))
+    if not rows:
+        raise TaskError(f"task={root}: no images under train/val/test")
+    items = pd.DataFrame(rows, columns=["item_id", "label", "split", "group"])
+    if not (items["split"] == "val").any():  # early stopping needs a validation split: hold out 15% of train
+        tr = items["split"] == "train"
+        items.loc[tr, "split"] = hashed_split(items.loc[tr, "group"], 0.15, 0.0)
+    items["label_name"] = [classes[i] for i in items["label"]]
+    items["path"] = [str(root / f) for f in items["item_id"]]
+    return TaskData(root, root.name, "imagefolder", _finish(items), classes, ("test",), {})
