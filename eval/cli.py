@@ -55,7 +55,8 @@ def _load(c: dict):
 def _task(c: dict):
     from .tasks import load_task
 
-    return load_task(c["task"], c["target"], c["val_fraction"], c["test_fraction"], c["split_seed"])
+    return load_task(c["task"], c["target"], c["val_fraction"], c["test_fraction"], c["split_seed"],
+                     c.get("conditions"))
 
 
 def _provenance(c: dict) -> dict:

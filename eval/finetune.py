@@ -175,6 +175,7 @@ def run_finetune(task, loaded, model_id: str, cfg: FinetuneConfig, results_dir, 
         while state["epoch"] + 1 < cfg.epochs and not state["stopped"]:
             if epochs_per_invocation is not None and done_now >= epochs_per_invocation:
                 bar.close()
+                _refreeze(loaded, initial)
                 return None
             epoch = state["epoch"] + 1
             t0 = time.perf_counter()
@@ -216,5 +217,13 @@ def run_finetune(task, loaded, model_id: str, cfg: FinetuneConfig, results_dir, 
         R.write_part(results_dir, "trials", rid, trials)
         R.write_part(results_dir, "summary", rid, summ)
         out.append(R.conform(summ, "summary"))
-    loaded.module.load_state_dict(initial)
+    _refreeze(loaded, initial)
     return pd.concat(out, ignore_index=True)
+
+
+def _refreeze(loaded, initial) -> None:
+    """Give the caller back the model it passed in: original weights, eval mode, no gradients."""
+    loaded.module.load_state_dict(initial)
+    loaded.module.eval()
+    for p in loaded.module.parameters():
+        p.requires_grad_(False)

@@ -14,7 +14,8 @@ Recognised layouts:
   ``vpt_strategy`` (trained on VPT-basic, tested on the VPT-Strategy sequences). Splits come from the build
   (validation held out by setting); evaluation splits ``test``, ``human`` (+ ``strategy``).
 * **2D generator output** (``annotations.parquet`` from ``python -m tasks.generate``): ``target`` names the
-  column to predict (e.g. ``shape_class``, ``condition``); train/val/test are assigned by a stable hash of
+  column to predict (e.g. ``shape_class``, ``condition``), ``conditions`` optionally keeps only some
+  conditions; train/val/test are assigned by a stable hash of
   ``pair_id`` (or ``item_id``), so the images of one pair or source never straddle splits.
 * **ImageFolder** (``<split>/<class>/<image>`` with splits ``train``, ``val`` and ``test``): e.g. the
   3D-PC's ``vpt/`` view. Without a ``val`` folder, 15% of the training images (by hash) become validation.
@@ -61,7 +62,7 @@ class TaskData:
 
 
 def load_task(path: str | Path, target: str | None = None, val_fraction: float = 0.15,
-              test_fraction: float = 0.25, split_seed: int = 0) -> TaskData:
+              test_fraction: float = 0.25, split_seed: int = 0, conditions=None) -> TaskData:
     root = Path(path)
     if not root.is_dir():
         raise TaskError(f"task={path}: no such folder")
@@ -70,7 +71,7 @@ def load_task(path: str | Path, target: str | None = None, val_fraction: float =
     if (root / "annotations.parquet").is_file():
         if not target:
             raise TaskError(f"task={path}: a generated 2D dataset needs target=<column> (e.g. target=condition)")
-        return _generated(root, target, val_fraction, test_fraction, split_seed)
+        return _generated(root, target, val_fraction, test_fraction, split_seed, conditions)
     if any((root / s).is_dir() for s in ("train", "val", "test")):
         return _imagefolder(root)
     raise TaskError(
@@ -138,10 +139,17 @@ def hashed_split(keys, val_fraction: float, test_fraction: float, seed: int = 0)
     return np.where(u < test_fraction, "test", np.where(u < test_fraction + val_fraction, "val", "train"))
 
 
-def _generated(root: Path, target: str, val_fraction: float, test_fraction: float, seed: int) -> TaskData:
+def _generated(root: Path, target: str, val_fraction: float, test_fraction: float, seed: int,
+               conditions=None) -> TaskData:
     ann = pd.read_parquet(root / "annotations.parquet")
-    if "skipped" in ann:
-        ann = ann[~ann["skipped"].astype(bool)]
+    if conditions:
+        have = set(ann["condition"].astype(str))
+        unknown = sorted(set(map(str, conditions)) - have)
+        if unknown:
+            raise TaskError(f"conditions={unknown}: not in {root / 'annotations.parquet'}; have {sorted(have)}")
+        ann = ann[ann["condition"].astype(str).isin(set(map(str, conditions)))]
+    if "skipped" in ann:  # the reason an input was unusable ("" for written images)
+        ann = ann[ann["skipped"].fillna("").astype(str) == ""]
     if target not in ann.columns:
         raise TaskError(f"target={target!r}: not a column of {root / 'annotations.parquet'}; "
                         f"columns: {list(ann.columns)}")
@@ -156,7 +164,8 @@ def _generated(root: Path, target: str, val_fraction: float, test_fraction: floa
     items["label_name"] = [classes[i] for i in items["label"]]
     items["path"] = [str(root / f) for f in items["item_id"]]
     dataset = str(ann["dataset"].iloc[0]) if "dataset" in ann and len(ann) else root.name
-    info = {"target": target, "val_fraction": val_fraction, "test_fraction": test_fraction, "split_seed": seed}
+    info = {"target": target, "val_fraction": val_fraction, "test_fraction": test_fraction, "split_seed": seed,
+            "conditions": sorted(map(str, conditions)) if conditions else None}
     return TaskData(root, f"{dataset}/{target}", "generated", _finish(items), classes, ("test",), info)
 
 

@@ -1,0 +1,119 @@
+"""Model zoo: id parsing, timm / open_clip / user modules, weights from files, offline errors,
+preprocessing modes, taps, zoo lists."""
+import sys
+import time
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from eval.zoo import (ModelId, WeightsSpec, WeightsUnavailable, ZooError, load_model, load_zoo, zoo_names,
+                      zoo_table)
+
+
+def img(h=100, w=80, seed=0):
+    return Image.fromarray(np.random.default_rng(seed).integers(0, 255, (h, w, 3), dtype=np.uint8))
+
+
+def test_model_id_parsing():
+    for text in ("timm:resnet18.tv_in1k", "open_clip:ViT-B-32/openai", "open_clip:RN50", "module:pkg.mod:make"):
+        assert str(ModelId.parse(text)) == text
+    assert ModelId.parse("module:a.b:f") == ModelId("module", "a.b", "f")
+    for bad in ("resnet18", "keras:x", "module:nofactory", "timm:"):
+        with pytest.raises(ZooError):
+            ModelId.parse(bad)
+
+
+def test_timm_random_features_taps_and_determinism():
+    m = load_model("timm:test_resnet", taps=["layer1"])
+    x = torch.stack([m.transform(img(seed=s)) for s in range(3)])
+    assert x.shape[-2:] == tuple(m.data_config["input_size"][1:])  # timm eval transform: centre crop
+    f = m.features(x)
+    assert f["pooled"].shape == (3, m.module.num_features) and f["layer1"].shape[0] == 3
+    assert not m.module.training and not any(p.requires_grad for p in m.module.parameters())
+    again = load_model("timm:test_resnet", taps=["layer1"]).features(x)
+    assert torch.equal(f["pooled"], again["pooled"])  # random init is seeded (init_seed)
+    other = load_model("timm:test_resnet", WeightsSpec(init_seed=1)).features(x)["pooled"]
+    assert not torch.equal(f["pooled"], other)
+    assert m.identity()["weights"] == "random:seed=0"
+    with pytest.raises(ZooError, match="no sub-module named"):
+        load_model("timm:test_resnet", taps=["nope"])
+    with pytest.raises(ZooError, match="timm has no model"):
+        load_model("timm:not_a_model_xyz")
+
+
+def test_shorter_side_preprocessing_keeps_aspect():
+    m = load_model("timm:test_vit", preprocess="shorter_side")
+    t = m.transform(img(100, 80))
+    size = m.data_config["input_size"][-1]
+    assert t.shape == (3, round(100 * size / 80), size)  # shorter side = input size, no crop
+    with pytest.raises(ZooError, match="allowed values"):
+        load_model("timm:test_vit", preprocess="crop")
+
+
+def test_local_weights_file_gives_that_model(tmp_path):
+    src = load_model("timm:test_resnet", WeightsSpec(init_seed=5))
+    path = tmp_path / "w.pth"
+    torch.save(src.module.state_dict(), path)
+    m = load_model("timm:test_resnet", WeightsSpec(file=str(path)))
+    x = m.transform(img())[None]
+    assert torch.allclose(m.features(x)["pooled"], src.features(x)["pooled"])
+    assert m.identity()["weights"].startswith("file:sha256=")
+    with pytest.raises(ZooError, match="file not found"):
+        WeightsSpec(file=str(tmp_path / "missing.pth"))
+    with pytest.raises(ZooError, match="either"):
+        WeightsSpec(pretrained=True, file=str(path))
+
+
+def test_offline_pretrained_fails_fast_with_both_remedies():
+    t0 = time.perf_counter()
+    with pytest.raises(WeightsUnavailable) as e:
+        load_model("timm:resnet18.tv_in1k", WeightsSpec(pretrained=True), hub="offline")
+    msg = str(e.value)
+    assert "timm:resnet18.tv_in1k" in msg and "weights=<file>" in msg and "cache" in msg
+    assert time.perf_counter() - t0 < 20
+
+
+def test_open_clip_random_and_offline():
+    m = load_model("open_clip:ViT-B-32")
+    f = m.features(m.transform(img())[None])["pooled"]
+    assert f.shape == (1, 512)
+    with pytest.raises(WeightsUnavailable, match="open_clip:ViT-B-32/openai"):
+        load_model("open_clip:ViT-B-32/openai", WeightsSpec(pretrained=True), hub="offline")
+    with pytest.raises(ZooError, match="needs a tag"):
+        load_model("open_clip:ViT-B-32", WeightsSpec(pretrained=True), hub="offline")
+
+
+def test_user_module_model(tmp_path, monkeypatch):
+    (tmp_path / "my_models.py").write_text(
+        "import torch.nn as nn\n"
+        "def tiny(dim=7):\n"
+        "    return nn.Sequential(nn.Conv2d(3, dim, 3), nn.AdaptiveAvgPool2d(1), nn.Flatten())\n"
+        "def not_a_module():\n    return 3\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("my_models", None)
+    m = load_model("module:my_models:tiny", kwargs={"dim": 5})
+    assert m.features(m.transform(img())[None])["pooled"].shape == (1, 5)
+    torch.save(m.module.state_dict(), tmp_path / "t.pth")
+    m2 = load_model("module:my_models:tiny", WeightsSpec(file=str(tmp_path / "t.pth")), kwargs={"dim": 5})
+    assert m2.identity()["weights"].startswith("file:")
+    with pytest.raises(ZooError, match="expected a torch.nn.Module"):
+        load_model("module:my_models:not_a_module")
+    with pytest.raises(ZooError, match="cannot import"):
+        load_model("module:no_such_pkg_xyz:f")
+    ex = load_model("module:eval.examples:small_cnn")
+    assert ex.transform(img()).shape == (3, 64, 64)
+
+
+def test_zoo_lists():
+    assert {"tests", "3dpc_timm"} <= set(zoo_names())
+    import timm
+
+    z = zoo_table("3dpc_timm")
+    assert z["model_id"].is_unique and all(timm.is_model(i[5:]) for i in z["model_id"])
+    assert z.groupby("family")["paper_count"].first().sum() == 317  # Table 1 of the 3D-PC paper
+    assert z["imagenet_top1"].between(55, 92).all() and set(z["type"]) == {"CNN", "Transformer", "Hybrid"}
+    assert [m["id"] for m in load_zoo("tests")][:2] == ["timm:test_resnet", "timm:test_vit"]
+    with pytest.raises(ZooError, match="available"):
+        load_zoo("nope")
