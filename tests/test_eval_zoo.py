@@ -43,6 +43,15 @@ def test_timm_random_features_taps_and_determinism():
         load_model("timm:not_a_model_xyz")
 
 
+@pytest.mark.parametrize("name", ["timm:test_resnet", "timm:test_vit", "timm:test_efficientnet"])
+def test_channels_last_fast_path_matches_plain_layout(name):
+    fast = load_model(name, taps=())
+    plain = load_model(name, channels_last=False)
+    x = torch.stack([fast.transform(img(seed=s)) for s in range(4)])
+    a, b = fast.features(x)["pooled"], plain.features(x)["pooled"]
+    torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
 def test_shorter_side_preprocessing_keeps_aspect():
     m = load_model("timm:test_vit", preprocess="shorter_side")
     t = m.transform(img(100, 80))
