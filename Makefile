@@ -32,7 +32,10 @@ $(STAMP): $(PY) pyproject.toml | debs
 demo: setup
 	$(PY) -m tasks.threedpc preset=small out=$(DEMO_OUT)_3dpc
 	$(PY) -m render.trajectory scene=bench_01 frames=50 size=256 props=sample props.outcome=occluded out=$(DEMO_OUT)
-	@echo "demo: see $(DEMO_OUT)_3dpc/summary.md and $(DEMO_OUT)/labels.csv"
+	@echo "probing a randomly initialised ResNet-18 (no model hub here; expect chance): the evaluation pipeline"
+	$(PY) -m eval probe model=timm:resnet18 pretrained=false task=$(DEMO_OUT)_3dpc target=vpt out=$(DEMO_OUT)_results progress=false
+	$(PY) -m eval stats results=$(DEMO_OUT)_results split=test
+	@echo "demo: see $(DEMO_OUT)_3dpc/summary.md, $(DEMO_OUT)/labels.csv and $(DEMO_OUT)_results/stats/report.md"
 
 test: setup
 	$(PY) -m pytest -q
@@ -42,6 +45,7 @@ test-slow: setup
 
 bench: setup
 	$(PY) benchmarks/render.py
+	$(PY) benchmarks/eval.py
 
 clean:
 	rm -rf $(VENV) out .pytest_cache

@@ -95,7 +95,7 @@ def main() -> None:
     # 2. extraction throughput on real 3D-PC frames
     build = ensure_build(Path(args.task))
     t = load_task(build, "vpt")
-    paths = [str(t.root / i) for i in t.image_paths()]
+    paths = [str(t.root / i) for i in t.image_ids()]
     paths = (paths * (args.n // len(paths) + 1))[:args.n]
     m = load_model(args.model)
     extract(m, paths[: args.batch_size], args.batch_size, progress=False)  # warm-up

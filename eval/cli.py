@@ -78,7 +78,7 @@ def probe_job(cfg) -> None:
         loaded = _load(c)
         if c["feature"] != "pooled" and c["feature"] not in loaded.taps:
             _fail(f"feature={c['feature']!r}: must be 'pooled' or one of taps={list(loaded.taps)}")
-        ids = task.image_paths()
+        ids = task.image_ids()
         emb = get_embeddings(loaded, ids, [str(task.root / i) for i in ids], c["cache_dir"], c["batch_size"],
                              c["dtype"], c["device"], c["progress"])
         summ = run_probe(task, emb, c["model"], pcfg, c["out"], feature=c["feature"],
@@ -107,7 +107,7 @@ def finetune_job(cfg) -> None:
         loaded = _load(c)
         summ = run_finetune(task, loaded, c["model"], fcfg, c["out"],
                             epochs_per_invocation=c["epochs_per_invocation"], config_extra=_provenance(c),
-                            progress=c["progress"])
+                            progress=c["progress"], device=c["device"])
     except (ZooError, WeightsUnavailable, TaskError, ValueError) as e:
         _fail(str(e))
     if summ is None:

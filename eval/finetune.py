@@ -65,7 +65,7 @@ class _Images:
         return self.transform(load_image(self.paths[i])), int(self.labels[i])
 
 
-def _build(loaded, n_classes: int, dropout: float):
+def _build(loaded, n_classes: int, dropout: float, device: str = "cpu"):
     import torch
     import torch.nn as nn
 
@@ -80,7 +80,7 @@ def _build(loaded, n_classes: int, dropout: float):
             self.backbone = backbone
             with torch.no_grad():
                 size = loaded.data_config["input_size"]
-                dim = _flatten((forward or backbone)(torch.zeros(1, *size))).shape[1]
+                dim = _flatten((forward or backbone)(torch.zeros(1, *size, device=device))).shape[1]
             self.head = nn.Sequential(nn.Dropout(dropout), nn.Linear(dim, n_classes))
 
         def forward(self, x):
@@ -110,7 +110,7 @@ def _loader(items, transform, cfg, shuffle, seed):
                       num_workers=cfg.num_workers, drop_last=False)
 
 
-def _run_epoch_eval(model, loader):
+def _run_epoch_eval(model, loader, device="cpu"):
     import torch
     import torch.nn.functional as F
 
@@ -118,7 +118,7 @@ def _run_epoch_eval(model, loader):
     logits, labels = [], []
     with torch.no_grad():
         for x, y in loader:
-            logits.append(model(x))
+            logits.append(model(x.to(device)).cpu())
             labels.append(y)
     lg, lb = torch.cat(logits), torch.cat(labels)
     return lg, float(F.cross_entropy(lg, lb)), float((lg.argmax(1) == lb).float().mean())
@@ -126,7 +126,7 @@ def _run_epoch_eval(model, loader):
 
 def run_finetune(task, loaded, model_id: str, cfg: FinetuneConfig, results_dir, method: str = "finetune",
                  epochs_per_invocation: int | None = None, config_extra: dict | None = None,
-                 progress: bool = True) -> pd.DataFrame | None:
+                 progress: bool = True, device: str = "cpu") -> pd.DataFrame | None:
     """Fine-tune per seed; returns summary rows, or None if the run was paused by ``epochs_per_invocation``."""
     import torch
     import torch.nn.functional as F
@@ -149,7 +149,7 @@ def run_finetune(task, loaded, model_id: str, cfg: FinetuneConfig, results_dir, 
             continue
         loaded.module.load_state_dict(initial)
         torch.manual_seed(seed)
-        model = _build(loaded, len(task.classes), cfg.dropout)
+        model = _build(loaded, len(task.classes), cfg.dropout, device).to(device)
         opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=cfg.lr,
                                 weight_decay=cfg.weight_decay)
         ckdir = Path(results_dir) / "checkpoints" / rid
@@ -162,7 +162,7 @@ def run_finetune(task, loaded, model_id: str, cfg: FinetuneConfig, results_dir, 
             ck = torch.load(last, map_location="cpu", weights_only=False)
             if ck.get("digest") != digest:
                 raise RuntimeError(f"{last}: checkpoint of a different configuration; remove it to start over")
-            model.load_state_dict(ck["model"])
+            model.load_state_dict(ck["model"])  # (map_location cpu; load_state_dict copies onto the device)
             opt.load_state_dict(ck["optimizer"])
             state = ck["state"]
             torch.set_rng_state(ck["torch_rng"])
@@ -184,9 +184,9 @@ def run_finetune(task, loaded, model_id: str, cfg: FinetuneConfig, results_dir, 
                 if len(y) < 2:
                     continue
                 opt.zero_grad(set_to_none=True)
-                F.cross_entropy(model(x), y).backward()
+                F.cross_entropy(model(x.to(device)), y.to(device)).backward()
                 opt.step()
-            _, vloss, vacc = _run_epoch_eval(model, val_loader)
+            _, vloss, vacc = _run_epoch_eval(model, val_loader, device)
             score = vloss if cfg.monitor == "val_loss" else -vacc
             state["history"].append({"epoch": epoch, "val_loss": vloss, "val_accuracy": vacc})
             if score < state["best_score"] - 1e-12:
@@ -205,7 +205,7 @@ def run_finetune(task, loaded, model_id: str, cfg: FinetuneConfig, results_dir, 
             bar.update(1)
         bar.close()
         model.load_state_dict(best_weights)
-        lg, _, _ = _run_epoch_eval(model, _loader(ev, loaded.transform, cfg, False, seed))
+        lg, _, _ = _run_epoch_eval(model, _loader(ev, loaded.transform, cfg, False, seed), device)
         probs = torch.softmax(lg, 1).numpy()
         trials = trial_rows(ev, probs, task.classes, observer=model_id, task=task.name, method=method,
                             seed=seed, rid=rid)

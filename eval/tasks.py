@@ -52,7 +52,7 @@ class TaskData:
     def split(self, name: str) -> pd.DataFrame:
         return self.items[self.items["split"] == name].reset_index(drop=True)
 
-    def image_paths(self) -> list[str]:
+    def image_ids(self) -> list[str]:
         """Every distinct image (sorted by item id): what embeddings are computed for."""
         return sorted(set(self.items["item_id"]))
 
