@@ -126,5 +126,9 @@ def test_cli_errors_are_clear(small_build, tmp_path):
     assert p.returncode == 2 and "weights=<file>" in p.stderr and "timm:resnet18.tv_in1k" in p.stderr
     p = run("probe", "model=timm:test_resnet", "pretrained=false", f"task={tmp_path / 'none'}", f"out={tmp_path}")
     assert p.returncode == 2 and "no such folder" in p.stderr
+    # the documented Slurm launcher composes (submitit; nothing is submitted with --cfg)
+    p = run("probe", "model=timm:test_resnet", f"task={small_build}", f"out={tmp_path}",
+            "hydra/launcher=vantage_slurm", "--cfg", "hydra")
+    assert p.returncode == 0 and "SlurmLauncher" in p.stdout and "timeout_min: 120" in p.stdout
     p = run("zoo", "tests", "--ids")
     assert p.stdout.strip() == "timm:test_resnet,timm:test_vit,timm:test_efficientnet"

@@ -251,6 +251,19 @@ def test_removed_fraction_exact_against_dense_sampling():
                 assert removed_fraction(s, variant, level) == pytest.approx(dense, abs=2e-4)
 
 
+def test_removed_fraction_fast_path_matches_reference():
+    from tasks.stimuli.polygons import CLASSES, removed_fraction_reference
+
+    rng = np.random.default_rng(11)
+    for cls in CLASSES[1:]:
+        for _ in range(60):
+            s = sample_shape(cls, rng)
+            for variant in ("corners", "edges"):
+                for level in LEVELS + (0.0, 0.95, 1.0):
+                    assert removed_fraction(s, variant, level) == pytest.approx(
+                        removed_fraction_reference(s, variant, level), abs=1e-12)
+
+
 def test_png_encoder_broadcast_grey_to_rgb():
     import io
 

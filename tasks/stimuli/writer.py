@@ -60,17 +60,22 @@ def png_bytes(img: np.ndarray, compress_level: int = 6) -> bytes:
     decoder reads it (tested against PIL). ``compress_level`` 0 stores uncompressed."""
     a = np.asarray(img, np.uint8)
     if a.ndim == 2:
-        colour, rows = 0, a
+        colour, channels = 0, 1
     elif a.ndim == 3 and a.shape[2] == 3:
-        colour = 2
-        # a grey image broadcast to RGB (stride 0 over channels): each row is every value three times
-        rows = np.repeat(a[:, :, 0], 3, axis=1) if a.strides[2] == 0 else a.reshape(a.shape[0], -1)
+        colour, channels = 2, 3
     else:
         raise ValueError(f"png_bytes: need [H, W] or [H, W, 3] uint8, got shape {list(a.shape)}")
     h, w = a.shape[:2]
-    raw = np.empty((h, 1 + rows.shape[1]), np.uint8)
+    raw = np.empty((h, 1 + w * channels), np.uint8)
     raw[:, 0] = 0  # filter type: none
-    raw[:, 1:] = rows
+    if channels == 1:
+        raw[:, 1:] = a
+    elif a.strides[2] == 0:  # a grey image broadcast to RGB: three strided copies of the grey plane
+        pix = raw[:, 1:].reshape(h, w, 3)
+        for c in range(3):
+            pix[:, :, c] = a[:, :, 0]
+    else:
+        raw[:, 1:] = a.reshape(h, -1)
     head = struct.pack(">IIBBBBB", w, h, 8, colour, 0, 0, 0)
     return (b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", head)
             + _chunk(b"IDAT", _compress(memoryview(raw).cast("B"), compress_level)) + _chunk(b"IEND", b""))
