@@ -48,13 +48,15 @@ class TaskData:
     classes: list[str]
     eval_splits: tuple[str, ...]
     info: dict = field(default_factory=dict)
+    dataset_images: list[str] = field(default_factory=list)  # every image of the folder, any target/split
 
     def split(self, name: str) -> pd.DataFrame:
         return self.items[self.items["split"] == name].reset_index(drop=True)
 
     def image_ids(self) -> list[str]:
-        """Every distinct image (sorted by item id): what embeddings are computed for."""
-        return sorted(set(self.items["item_id"]))
+        """What embeddings are computed for: every image of the dataset folder (sorted), not only this
+        task's, so one cache entry serves every target, split and method on the same folder."""
+        return sorted(set(self.dataset_images) | set(self.items["item_id"]))
 
     def counts(self) -> dict:
         return {s: {str(k): int(v) for k, v in g["label"].value_counts().sort_index().items()}
@@ -108,7 +110,8 @@ def _threedpc(root: Path, target: str) -> TaskData:
     items["label_name"] = [names[i] for i in items["label"]]
     manifest = json.loads((root / "manifest.json").read_text())
     info = {"dataset_sha": _manifest_digest(manifest)}
-    return TaskData(root, f"3dpc/{target}", "threedpc", _finish(items), names, tuple(eval_splits), info)
+    images = meta.loc[meta["file_name"].fillna("").astype(str) != "", "file_name"].astype(str).tolist()
+    return TaskData(root, f"3dpc/{target}", "threedpc", _finish(items), names, tuple(eval_splits), info, images)
 
 
 def _rows(df: pd.DataFrame, label_col: str, split: str, group) -> pd.DataFrame:
@@ -142,14 +145,15 @@ def hashed_split(keys, val_fraction: float, test_fraction: float, seed: int = 0)
 def _generated(root: Path, target: str, val_fraction: float, test_fraction: float, seed: int,
                conditions=None) -> TaskData:
     ann = pd.read_parquet(root / "annotations.parquet")
+    if "skipped" in ann:  # the reason an input was unusable ("" for written images)
+        ann = ann[ann["skipped"].fillna("").astype(str) == ""]
+    images = ann["file_name"].astype(str).tolist()
     if conditions:
         have = set(ann["condition"].astype(str))
         unknown = sorted(set(map(str, conditions)) - have)
         if unknown:
             raise TaskError(f"conditions={unknown}: not in {root / 'annotations.parquet'}; have {sorted(have)}")
         ann = ann[ann["condition"].astype(str).isin(set(map(str, conditions)))]
-    if "skipped" in ann:  # the reason an input was unusable ("" for written images)
-        ann = ann[ann["skipped"].fillna("").astype(str) == ""]
     if target not in ann.columns:
         raise TaskError(f"target={target!r}: not a column of {root / 'annotations.parquet'}; "
                         f"columns: {list(ann.columns)}")
@@ -166,7 +170,7 @@ def _generated(root: Path, target: str, val_fraction: float, test_fraction: floa
     dataset = str(ann["dataset"].iloc[0]) if "dataset" in ann and len(ann) else root.name
     info = {"target": target, "val_fraction": val_fraction, "test_fraction": test_fraction, "split_seed": seed,
             "conditions": sorted(map(str, conditions)) if conditions else None}
-    return TaskData(root, f"{dataset}/{target}", "generated", _finish(items), classes, ("test",), info)
+    return TaskData(root, f"{dataset}/{target}", "generated", _finish(items), classes, ("test",), info, images)
 
 
 def _imagefolder(root: Path) -> TaskData:

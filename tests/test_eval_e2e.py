@@ -79,6 +79,10 @@ def test_probe_cli_sweep_and_stats(small_build, tmp_path):
     assert sorted(summary["model_id"].unique()) == ["timm:test_resnet", "timm:test_vit"]
     assert len(summary) == 8 and not summary.duplicated(["model_id", "seed", "split"]).any()
     assert "embeddings cached" in p.stdout  # test_resnet's embeddings were reused
+    # another target on the same build reuses the same cache entry (embeddings cover the whole folder)
+    p = run("probe", "model=timm:test_resnet", *[a.replace("target=depth", "target=vpt") for a in common],
+            env_extra=str(cache))
+    assert p.returncode == 0 and "embeddings cached" in p.stdout, p.stderr[-2000:]
 
     # human responses in the 3D-PC format: one perfect observer, one who inverts every answer
     human = task.split("human")

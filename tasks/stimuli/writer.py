@@ -88,9 +88,11 @@ def _render_shard(args) -> int:
     gen = GENERATORS[name]
     out = Path(out)
     rows = []
+    made: set[str] = set()
     for it in items:
-        folder = out / it.condition
-        folder.mkdir(parents=True, exist_ok=True)
+        if it.condition not in made:
+            (out / it.condition).mkdir(parents=True, exist_ok=True)
+            made.add(it.condition)
         base = {"file_name": f"{it.condition}/{it.item_id}.png", "dataset": name, "condition": it.condition,
                 "item_id": it.item_id, "pair_id": it.pair_id, "seed": seed,
                 **{k: v for k, v in it.params.items() if not k.startswith("_")}}  # "_" keys: private to render
