@@ -52,8 +52,8 @@ class BaseShape:
     def perimeter(self) -> float:
         if not self.vertices:
             return 2 * math.pi * self.radius
-        v = np.asarray(self.vertices, float)
-        return float(np.linalg.norm(v - np.roll(v, -1, axis=0), axis=1).sum())
+        v = self.vertices
+        return float(sum(math.dist(v[i], v[(i + 1) % len(v)]) for i in range(len(v))))
 
 
 def sample_shape(cls: str, rng: np.random.Generator, size: int = 224, line_width: int = 2) -> BaseShape:
@@ -77,7 +77,7 @@ def disc_centres(shape: BaseShape, variant: str) -> np.ndarray:
     v = np.asarray(shape.vertices, float)
     if variant == "corners":
         return v
-    return (v + np.roll(v, -1, axis=0)) / 2
+    return (v + np.concatenate([v[1:], v[:1]])) / 2
 
 
 def disc_radius(shape: BaseShape, level: float) -> int:
