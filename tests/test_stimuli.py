@@ -160,9 +160,11 @@ def test_writer_deterministic_resumable_and_refuses_other_config(tmp_path):
     assert ma["sha256"] == mb["sha256"]
     assert (a / "annotations.parquet").read_bytes() == (b / "annotations.parquet").read_bytes()
     (b / ".shards" / "00001.parquet").unlink()
-    victim = b / pd.read_parquet(a / "annotations.parquet").file_name.iloc[7]
-    victim.unlink()
+    names = pd.read_parquet(a / "annotations.parquet").file_name
+    (b / names.iloc[7]).unlink()  # shard 1 (items 5-9) was interrupted: one image missing,
+    (b / names.iloc[8]).write_bytes((b / names.iloc[8]).read_bytes()[:40])  # one half written
     write_dataset("degraded_polygons", b, p, seed=1, workers=1, shard_size=5, progress=False)
+    assert (b / names.iloc[8]).read_bytes() == (a / names.iloc[8]).read_bytes()
     assert json.loads((b / "manifest.json").read_text())["sha256"] == ma["sha256"]
     with pytest.raises(ConfigError, match="different configuration"):
         write_dataset("degraded_polygons", b, {**p, "per_class": 5}, seed=1, progress=False)
