@@ -126,3 +126,14 @@ def test_zoo_lists():
     assert [m["id"] for m in load_zoo("tests")][:2] == ["timm:test_resnet", "timm:test_vit"]
     with pytest.raises(ZooError, match="available"):
         load_zoo("nope")
+
+
+def test_zoo_expands_into_a_model_sweep():
+    from eval.cli import expand_zoo
+
+    argv = ["--multirun", "zoo=tests", "task=x"]
+    assert expand_zoo(argv)[-1] == "model=timm:test_resnet,timm:test_vit,timm:test_efficientnet"
+    assert expand_zoo(["zoo=tests"]) == ["zoo=tests"]  # a single run is not a sweep
+    assert expand_zoo(["-m", "zoo=tests", "model=timm:a"]) == ["-m", "zoo=tests", "model=timm:a"]
+    with pytest.raises(ZooError):
+        expand_zoo(["-m", "zoo=nope"])

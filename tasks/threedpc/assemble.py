@@ -96,6 +96,8 @@ def assemble(cfg: BuildConfig) -> None:
     df.loc[human, "in_human"] = True
     df["size_ratio"] = df.ball_size / df.observer_size
     df["pixel_ratio"] = df.ball_pixels / df.observer_pixels.clip(lower=1)
+    df["prop_distance"] = np.linalg.norm(df[["observer_x", "observer_y", "observer_z"]].to_numpy(float)
+                                         - df[["ball_x", "ball_y", "ball_z"]].to_numpy(float), axis=1)
 
     for v in VIEWS:
         shutil.rmtree(out / v, ignore_errors=True)
@@ -171,9 +173,25 @@ def summary_markdown(cfg: BuildConfig, df, counts: dict) -> str:
                      "(sizes are jittered independently of the label)")
         lines.append(f"- correlation of the apparent (pixel) size ratio with the depth label: {r_pix:+.3f} "
                      "(perspective: the nearer prop looks larger, as for people)")
+    vk = df[df.in_vpt]
+    if vk.vpt_label.nunique() == 2:
+        auc = rank_auc(vk.prop_distance.to_numpy(float), vk.vpt_label.astype(int).to_numpy())
+        lines.append(f"- VPT cue check: the 3D distance between the props separates the VPT labels with AUC {auc:.2f} "
+                     "(0.5 = no cue; occluded placements put the props on opposite sides of the object, so a "
+                     "model can partly solve VPT from prop separation)")
     strat = df[df.task_set == "strategy"]
     if len(strat):
         pats = strat.sort_values(["scene", "setting"]).groupby("scene").vpt_label.apply(
             lambda s: "".join(str(int(x)) for x in s))
         lines += ["", "## VPT-Strategy sequences", ""] + [f"- {s}: `{p}`" for s, p in pats.items()]
     return "\n".join(lines) + "\n"
+
+
+def rank_auc(score: np.ndarray, label: np.ndarray) -> float:
+    """Area under the ROC curve of ``score`` for ``label == 1`` (Mann-Whitney, ties counted half)."""
+    from scipy.stats import rankdata
+
+    r = rankdata(score)
+    n1 = int((label == 1).sum())
+    n0 = len(label) - n1
+    return float((r[label == 1].sum() - n1 * (n1 + 1) / 2) / (n0 * n1))
