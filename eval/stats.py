@@ -78,6 +78,29 @@ def balanced_accuracy(labels, responses) -> float:
 
 
 def balanced_accuracy_ci(labels, responses, n_boot: int = 10_000, ci: float = 0.95, seed: int = 0) -> Estimate:
+    """Balanced accuracy with a bootstrap CI over items. Balanced accuracy depends only on the counts of
+    (class, correct) cells, and resampling n items with replacement gives those counts a multinomial
+    distribution with the observed cell frequencies, so the bootstrap draws the counts directly
+    (``balanced_accuracy_ci_indices`` is the plain twin the tests compare against)."""
+    labels = np.asarray(labels).astype(str)
+    responses = np.asarray(responses).astype(str)
+    n = labels.size
+    value = balanced_accuracy(labels, responses)
+    classes, lab_idx = np.unique(labels, return_inverse=True)
+    k = len(classes)
+    cell = lab_idx * 2 + (responses == labels)  # 2c = wrong in class c, 2c+1 = right
+    p = np.bincount(cell, minlength=2 * k) / n
+    counts = np.random.default_rng(seed).multinomial(n, p, size=n_boot).reshape(n_boot, k, 2)
+    tot = counts.sum(axis=2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        recall = np.where(tot > 0, counts[:, :, 1] / tot, np.nan)
+    samples = np.nanmean(recall, axis=1)
+    return Estimate(value, *_percentiles(samples, ci), n)
+
+
+def balanced_accuracy_ci_indices(labels, responses, n_boot: int = 10_000, ci: float = 0.95,
+                                 seed: int = 0) -> Estimate:
+    """The plain bootstrap: draw n item indices with replacement per iteration, recompute."""
     labels = np.asarray(labels).astype(str)
     responses = np.asarray(responses).astype(str)
     n = labels.size
@@ -93,8 +116,7 @@ def balanced_accuracy_ci(labels, responses, n_boot: int = 10_000, ci: float = 0.
         for k in range(len(classes)):
             m = li == k
             cnt = m.sum(axis=1)
-            rec = np.where(cnt > 0, (hi * m).sum(axis=1) / np.maximum(cnt, 1), np.nan)
-            recalls.append(rec)
+            recalls.append(np.where(cnt > 0, (hi * m).sum(axis=1) / np.maximum(cnt, 1), np.nan))
         out.append(np.nanmean(np.stack(recalls, axis=1), axis=1))
     return Estimate(value, *_percentiles(np.concatenate(out), ci), n)
 

@@ -267,13 +267,14 @@ def load_model(model: str | ModelId, weights: WeightsSpec | None = None, preproc
         configure_hub(hub)
     kwargs = dict(kwargs or {})
     versions = {"torch": torch.__version__}
-    torch.manual_seed(weights.init_seed)  # random initialisation is reproducible
-    if mid.library == "timm":
-        loaded = _load_timm(mid, weights, kwargs, versions)
-    elif mid.library == "open_clip":
-        loaded = _load_open_clip(mid, weights, kwargs, versions)
-    else:
-        loaded = _load_module(mid, weights, kwargs, versions)
+    with torch.random.fork_rng(devices=[]):  # reproducible random init without touching the caller's RNG
+        torch.manual_seed(weights.init_seed)
+        if mid.library == "timm":
+            loaded = _load_timm(mid, weights, kwargs, versions)
+        elif mid.library == "open_clip":
+            loaded = _load_open_clip(mid, weights, kwargs, versions)
+        else:
+            loaded = _load_module(mid, weights, kwargs, versions)
     module, data_config, eval_transform, forward_fn = loaded
     module = module.to(device).eval()
     if channels_last:

@@ -77,6 +77,13 @@ def test_bootstrap_resamples_n_items_matches_index_bootstrap():
     assert 0.18 < fast.ci_high - fast.ci_low < 0.28
     bal = stats.balanced_accuracy_ci(np.where(correct, "1", "0"), np.array(["1"] * 60), n_boot=2000)
     assert bal.value == 0.5 and bal.ci_low == bal.ci_high == 0.5  # a constant responder is at chance
+    # balanced accuracy: the multinomial shortcut against the index bootstrap (3 unbalanced classes)
+    labels = rng.choice(["a", "b", "c"], size=80, p=[0.6, 0.3, 0.1])
+    resp = np.where(rng.random(80) < 0.7, labels, "a")
+    fast = stats.balanced_accuracy_ci(labels, resp, n_boot=20000, seed=4)
+    ref = stats.balanced_accuracy_ci_indices(labels, resp, n_boot=20000, seed=5)
+    assert fast.value == ref.value
+    assert fast.ci_low == pytest.approx(ref.ci_low, abs=0.015) and fast.ci_high == pytest.approx(ref.ci_high, abs=0.015)
 
 
 def test_noise_floor_sign_flip_entropy_correlation():
