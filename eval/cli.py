@@ -63,30 +63,37 @@ def _provenance(c: dict) -> dict:
     return {"zoo": (c.get("zoo") or {}).get("name")}
 
 
-def probe_job(cfg) -> None:
-    from .embeddings import get_embeddings
-    from .probe import ProbeConfig, run_probe, seed_summary
+def _prepare(c: dict, section: str, config_cls):
+    """Task, method config and model of a probe/fine-tune job; any setting error exits with its message."""
     from .tasks import TaskError
     from .zoo import WeightsUnavailable, ZooError
 
-    c = _container(cfg)
     try:
         task = _task(c)
-        p = dict(c["probe"])
-        p["seeds"] = tuple(p["seeds"])
-        pcfg = ProbeConfig(**p)
-        loaded = _load(c)
-        if c["feature"] != "pooled" and c["feature"] not in loaded.taps:
-            _fail(f"feature={c['feature']!r}: must be 'pooled' or one of taps={list(loaded.taps)}")
+        settings = dict(c[section])
+        settings["seeds"] = tuple(settings["seeds"])
+        return task, config_cls(**settings), _load(c)
+    except (ZooError, WeightsUnavailable, TaskError, ValueError, TypeError) as e:
+        _fail(str(e))
+
+
+def probe_job(cfg) -> None:
+    from .embeddings import EmbeddingError, get_embeddings
+    from .probe import ProbeConfig, run_probe, seed_summary
+
+    c = _container(cfg)
+    task, pcfg, loaded = _prepare(c, "probe", ProbeConfig)
+    if c["feature"] != "pooled" and c["feature"] not in loaded.taps:
+        _fail(f"feature={c['feature']!r}: must be 'pooled' or one of taps={list(loaded.taps)}")
+    try:
         ids = task.image_ids()
         emb = get_embeddings(loaded, ids, [str(task.root / i) for i in ids], c["cache_dir"], c["batch_size"],
                              c["dtype"], c["device"], c["progress"])
         summ = run_probe(task, emb, c["model"], pcfg, c["out"], feature=c["feature"],
                          config_extra=_provenance(c), progress=c["progress"])
-    except (ZooError, WeightsUnavailable, TaskError, ValueError) as e:
+    except (EmbeddingError, ValueError) as e:
         _fail(str(e))
-    ss = seed_summary(summ, pcfg.ci)
-    for _, r in ss.iterrows():
+    for _, r in seed_summary(summ, pcfg.ci).iterrows():
         print(f"{r.model_id} {r.task} {r.split}: accuracy {r.accuracy_mean:.3f} "
               f"[{r.accuracy_ci_low:.3f}, {r.accuracy_ci_high:.3f}] over {r.seeds} seeds "
               f"(embeddings {'cached' if emb.from_cache else 'computed'})")
@@ -95,20 +102,14 @@ def probe_job(cfg) -> None:
 def finetune_job(cfg) -> None:
     from .finetune import FinetuneConfig, run_finetune
     from .probe import seed_summary
-    from .tasks import TaskError
-    from .zoo import WeightsUnavailable, ZooError
 
     c = _container(cfg)
+    task, fcfg, loaded = _prepare(c, "finetune", FinetuneConfig)
     try:
-        task = _task(c)
-        f = dict(c["finetune"])
-        f["seeds"] = tuple(f["seeds"])
-        fcfg = FinetuneConfig(**f)
-        loaded = _load(c)
         summ = run_finetune(task, loaded, c["model"], fcfg, c["out"],
                             epochs_per_invocation=c["epochs_per_invocation"], config_extra=_provenance(c),
                             progress=c["progress"], device=c["device"])
-    except (ZooError, WeightsUnavailable, TaskError, ValueError) as e:
+    except (ValueError, RuntimeError) as e:
         _fail(str(e))
     if summ is None:
         print(f"paused after {c['epochs_per_invocation']} epoch(s); run the same command again to resume")

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .probe import summary_rows, trial_rows
+from .probe import summary_rows, trial_rows, validate_training
 
 log = logging.getLogger(__name__)
 
@@ -39,13 +39,9 @@ class FinetuneConfig:
     ci: float = 0.95
 
     def __post_init__(self):
-        checks = [("lr", self.lr > 0), ("weight_decay", self.weight_decay >= 0), ("epochs", self.epochs >= 1),
-                  ("batch_size", self.batch_size >= 2), ("dropout", 0 <= self.dropout < 1),
-                  ("patience", self.patience >= 0), ("monitor", self.monitor in ("val_loss", "val_accuracy")),
-                  ("seeds", len(self.seeds) >= 1), ("num_workers", self.num_workers >= 0)]
-        for name, ok in checks:
-            if not ok:
-                raise ValueError(f"finetune.{name}={getattr(self, name)!r} is not allowed")
+        validate_training(self, "finetune", min_batch=2)  # BatchNorm in training mode needs two images
+        if self.num_workers < 0:
+            raise ValueError(f"finetune.num_workers={self.num_workers!r} is not allowed (>= 0)")
 
 
 class _Images:

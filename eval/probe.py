@@ -36,15 +36,20 @@ class ProbeConfig:
     ci: float = 0.95
 
     def __post_init__(self):
-        checks = [("lr", self.lr > 0), ("weight_decay", self.weight_decay >= 0), ("epochs", self.epochs >= 1),
-                  ("batch_size", self.batch_size >= 1), ("dropout", 0 <= self.dropout < 1),
-                  ("patience", self.patience >= 0), ("monitor", self.monitor in ("val_loss", "val_accuracy")),
-                  ("seeds", len(self.seeds) >= 1), ("n_boot", self.n_boot >= 100), ("ci", 0 < self.ci < 1)]
-        for name, ok in checks:
-            if not ok:
-                raise ValueError(f"probe.{name}={getattr(self, name)!r} is not allowed "
-                                 "(lr>0, weight_decay>=0, epochs>=1, batch_size>=1, 0<=dropout<1, patience>=0, "
-                                 "monitor in val_loss|val_accuracy, at least one seed, n_boot>=100, 0<ci<1)")
+        validate_training(self, "probe", min_batch=1)
+
+
+def validate_training(cfg, prefix: str, min_batch: int) -> None:
+    """The checks shared by probe and fine-tuning configs; names the field and the allowed values."""
+    rules = {"lr": (cfg.lr > 0, "> 0"), "weight_decay": (cfg.weight_decay >= 0, ">= 0"),
+             "epochs": (cfg.epochs >= 1, ">= 1"), "batch_size": (cfg.batch_size >= min_batch, f">= {min_batch}"),
+             "dropout": (0 <= cfg.dropout < 1, "in [0, 1)"), "patience": (cfg.patience >= 0, ">= 0"),
+             "monitor": (cfg.monitor in ("val_loss", "val_accuracy"), "val_loss or val_accuracy"),
+             "seeds": (len(cfg.seeds) >= 1, "at least one seed"), "n_boot": (cfg.n_boot >= 100, ">= 100"),
+             "ci": (0 < cfg.ci < 1, "in (0, 1)")}
+    for name, (ok, allowed) in rules.items():
+        if not ok:
+            raise ValueError(f"{prefix}.{name}={getattr(cfg, name)!r} is not allowed ({allowed})")
 
 
 @dataclass

@@ -128,6 +128,9 @@ def test_cli_errors_are_clear(small_build, tmp_path):
     assert p.returncode == 2 and "expected 'timm:<name>'" in p.stderr
     p = run("probe", "model=timm:resnet18.tv_in1k", f"task={small_build}", f"out={tmp_path}", "hub=offline")
     assert p.returncode == 2 and "weights=<file>" in p.stderr and "timm:resnet18.tv_in1k" in p.stderr
+    p = run("probe", "model=timm:test_resnet", "pretrained=false", f"task={small_build}", f"out={tmp_path}",
+            "probe.dropout=1.5")
+    assert p.returncode == 2 and "probe.dropout=1.5 is not allowed (in [0, 1))" in p.stderr
     p = run("probe", "model=timm:test_resnet", "pretrained=false", f"task={tmp_path / 'none'}", f"out={tmp_path}")
     assert p.returncode == 2 and "no such folder" in p.stderr
     # the documented Slurm launcher composes (submitit; nothing is submitted with --cfg)
