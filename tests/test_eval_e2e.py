@@ -139,3 +139,16 @@ def test_cli_errors_are_clear(small_build, tmp_path):
     assert p.returncode == 0 and "SlurmLauncher" in p.stdout and "timeout_min: 120" in p.stdout
     p = run("zoo", "tests", "--ids")
     assert p.stdout.strip() == "timm:test_resnet,timm:test_vit,timm:test_efficientnet"
+
+
+def test_finetune_cli_pauses_and_resumes(small_build, tmp_path):
+    args = ["finetune", "model=timm:test_resnet", "pretrained=false", f"task={small_build}", "target=vpt",
+            f"out={tmp_path}", "progress=false", "finetune.epochs=2", "finetune.n_boot=200"]
+    p = run(*args, "epochs_per_invocation=1")
+    assert p.returncode == 0 and "paused after 1 epoch" in p.stdout, p.stderr[-2000:]
+    assert not (tmp_path / "summary").exists() and list((tmp_path / "checkpoints").glob("*/last.pt"))
+    p = run(*args, "epochs_per_invocation=1")  # same configuration: resumes at epoch 2 and finishes
+    assert p.returncode == 0 and "accuracy" in p.stdout, p.stderr[-2000:]
+    s = R.read_results(tmp_path, "summary")
+    assert set(s["method"]) == {"finetune"} and (s["epochs_run"] == 2).all()
+    assert set(s["split"]) == {"test", "human"}
