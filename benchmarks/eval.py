@@ -52,16 +52,11 @@ def synthetic(dim: int, seed: int = 0):
 def ensure_build(path: Path) -> Path:
     if (path / "metadata.parquet").is_file():
         return path
-    import yaml
-    from importlib.resources import files
+    from tasks.threedpc import build
+    from tasks.threedpc.config import compose_config
 
-    from tasks.threedpc import build, config_from_dict
-
-    cfg = yaml.safe_load(files("configs").joinpath("preset", "small.yaml").read_text())
-    cfg.pop("defaults", None)
-    cfg.update(out=str(path), size=256, workers=2)
     print(f"building a 3D-PC dataset at 256x256 into {path} ...", flush=True)
-    build(config_from_dict(cfg), progress=True)
+    build(compose_config(["preset=small", "size=256", "workers=2", f"out={path}"]), progress=True)
     return path
 
 
@@ -95,7 +90,7 @@ def main() -> None:
     # 2. extraction throughput on real 3D-PC frames
     build = ensure_build(Path(args.task))
     t = load_task(build, "vpt")
-    paths = [str(t.root / i) for i in t.image_ids()]
+    _, paths = t.image_files()
     paths = (paths * (args.n // len(paths) + 1))[:args.n]
     m = load_model(args.model)
     extract(m, paths[: args.batch_size], args.batch_size, progress=False)  # warm-up

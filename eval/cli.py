@@ -7,10 +7,8 @@ Commands: ``probe``, ``finetune``, ``stats`` (Hydra, ``--multirun`` sweeps throu
 """
 from __future__ import annotations
 
-import json
 import logging
 import sys
-from pathlib import Path
 
 log = logging.getLogger("eval")
 
@@ -86,8 +84,7 @@ def probe_job(cfg) -> None:
     if c["feature"] != "pooled" and c["feature"] not in loaded.taps:
         _fail(f"feature={c['feature']!r}: must be 'pooled' or one of taps={list(loaded.taps)}")
     try:
-        ids = task.image_ids()
-        emb = get_embeddings(loaded, ids, [str(task.root / i) for i in ids], c["cache_dir"], c["batch_size"],
+        emb = get_embeddings(loaded, *task.image_files(), c["cache_dir"], c["batch_size"],
                              c["dtype"], c["device"], c["progress"])
         summ = run_probe(task, emb, c["model"], pcfg, c["out"], feature=c["feature"],
                          config_extra=_provenance(c), progress=c["progress"])
@@ -181,9 +178,3 @@ def main(argv: list[str] | None = None) -> None:
         _fail(str(e))
     sys.argv = [f"python -m eval {command}"] + rest
     hydra.main(version_base=None, config_path="pkg://configs", config_name=f"eval_{command}")(jobs[command])()
-
-
-def write_json(path: Path, obj) -> None:
-    from render.files import atomic_write_text
-
-    atomic_write_text(path, json.dumps(obj, indent=1, default=str))

@@ -65,7 +65,7 @@ def _build(loaded, n_classes: int, dropout: float, device: str = "cpu"):
     import torch
     import torch.nn as nn
 
-    from .zoo import _flatten
+    from .zoo import to_vectors
 
     backbone = loaded.module
     forward = loaded.forward_fn
@@ -76,12 +76,12 @@ def _build(loaded, n_classes: int, dropout: float, device: str = "cpu"):
             self.backbone = backbone
             with torch.no_grad():
                 size = loaded.data_config["input_size"]
-                dim = _flatten((forward or backbone)(torch.zeros(1, *size, device=device))).shape[1]
+                dim = to_vectors((forward or backbone)(torch.zeros(1, *size, device=device))).shape[1]
             self.head = nn.Sequential(nn.Dropout(dropout), nn.Linear(dim, n_classes))
 
         def forward(self, x):
             feats = forward(x) if forward is not None else self.backbone(x)
-            return self.head(_flatten(feats))
+            return self.head(to_vectors(feats))
 
     for p in backbone.parameters():
         p.requires_grad_(True)

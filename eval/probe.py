@@ -151,12 +151,8 @@ def summary_rows(trials: pd.DataFrame, classes: list[str], *, n_boot: int, ci: f
                  extra: dict) -> pd.DataFrame:
     rows = []
     for split, g in trials.groupby("split", sort=False):
-        acc = stats.accuracy_ci(g["correct"], n_boot, ci, seed)
-        bal = stats.balanced_accuracy_ci(g["label"], g["response"], n_boot, ci, seed)
-        rows.append({"split": split, "n": acc.n, "accuracy": acc.value, "accuracy_ci_low": acc.ci_low,
-                     "accuracy_ci_high": acc.ci_high, "balanced_accuracy": bal.value,
-                     "balanced_accuracy_ci_low": bal.ci_low, "balanced_accuracy_ci_high": bal.ci_high,
-                     "chance": 1.0 / len(classes), **extra})
+        rows.append({"split": split, **stats.accuracy_summary(g, n_boot, ci, seed), "chance": 1.0 / len(classes),
+                     **extra})
     return pd.DataFrame(rows)
 
 

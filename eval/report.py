@@ -17,7 +17,6 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from . import stats
@@ -50,36 +49,27 @@ def observer_table(trials: pd.DataFrame, n_boot: int, n_perm: int, ci: float, se
     rows = []
     keys = ["task", "split", "method", "observer", "observer_type", "seed"]
     for key, g in trials.groupby(keys, sort=True):
-        acc = stats.accuracy_ci(g["correct"], n_boot, ci, seed)
-        bal = stats.balanced_accuracy_ci(g["label"], g["response"], n_boot, ci, seed)
         floor = stats.permutation_noise_floor(g["label"], g["response"], n_perm, seed)
-        rows.append({**dict(zip(keys, key)), "n": acc.n, "accuracy": acc.value, "accuracy_ci_low": acc.ci_low,
-                     "accuracy_ci_high": acc.ci_high, "balanced_accuracy": bal.value,
-                     "balanced_accuracy_ci_low": bal.ci_low, "balanced_accuracy_ci_high": bal.ci_high,
+        rows.append({**dict(zip(keys, key)), **stats.accuracy_summary(g, n_boot, ci, seed),
                      "noise_floor_mean": floor["mean"], "noise_floor_p95": floor["p95"],
                      "response_entropy_bits": stats.response_entropy(g["response"])})
     return pd.DataFrame(rows)
 
 
 def consistency_tables(trials: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """κ per (model run, human) and the human-human ceiling, per task."""
+    """κ per (model run, human) on shared images and the human-human ceiling, per task."""
     ec, ceil = [], []
     for task, t in trials.groupby("task"):
         hum = t[t["observer_type"] == "human"]
-        humans = sorted(hum["observer"].unique())
-        if len(humans) >= 2:
-            pw = stats.pairwise_error_consistency(hum)
-            ceil.append({"task": task, "pairs": len(pw), "kappa_mean": pw["kappa"].mean(),
-                         "kappa_std": pw["kappa"].std(ddof=1) if len(pw) > 1 else np.nan})
-        mod = t[t["observer_type"] == "model"]
-        for (method, model, seed), g in mod.groupby(["method", "observer", "seed"]):
-            for h in humans:
-                both = pd.concat([g.assign(observer=f"model:{model}"), hum[hum["observer"] == h]])
-                try:
-                    r = stats.error_consistency_between(both, f"model:{model}", h)
-                except stats.StatsError:
-                    continue
-                ec.append({"task": task, "method": method, "model_id": model, "seed": seed, "human": h, **r})
+        if hum["observer"].nunique() >= 2:
+            ceil.append({"task": task, **stats.human_ceiling(t)})
+        if hum.empty:
+            continue
+        for (method, model, seed), g in t[t["observer_type"] == "model"].groupby(["method", "observer", "seed"]):
+            pw = stats.model_vs_humans(pd.concat([g, hum]), model, skip_disjoint=True)
+            for _, r in pw.iterrows():
+                ec.append({"task": task, "method": method, "model_id": model, "seed": seed, "human": r["observer_b"],
+                           **r[["kappa", "c_obs", "c_exp", "n"]].to_dict()})
     return pd.DataFrame(ec), pd.DataFrame(ceil)
 
 
@@ -135,8 +125,9 @@ def run_stats(c: dict) -> Path:
     }
     tables["error_consistency"], tables["human_ceiling"] = consistency_tables(sel)
     tables["task_differences"] = task_differences(summary, split, seed) if not summary.empty else pd.DataFrame()
-    if c.get("zoo") and "imagenet_top1" in zoo_table(c["zoo"]).columns:
-        tables["imagenet_correlation"] = stats.correlate_with_imagenet(summary, zoo_table(c["zoo"]), split=split)
+    zoo = zoo_table(c["zoo"]) if c.get("zoo") else None
+    if zoo is not None and "imagenet_top1" in zoo.columns:
+        tables["imagenet_correlation"] = stats.correlate_with_imagenet(summary, zoo, split=split)
     for name, df in tables.items():
         write_table(df, out / name)
     parts = [f"# Statistics for `{res}`\n", f"Split: `{split}`; bootstrap {n_boot} resamples of n items; "

@@ -51,10 +51,9 @@ def config_digest(config: dict) -> str:
 
 
 def run_id(method: str, task: str, model_id: str, seed: int, digest: str) -> str:
-    def safe(s):
-        return "".join(c if c.isalnum() or c in "._-" else "_" for c in str(s))
+    from render.files import safe_name
 
-    return f"{safe(method)}__{safe(task)}__{safe(model_id)}__seed{seed}__{digest}"
+    return f"{safe_name(method)}__{safe_name(task)}__{safe_name(model_id)}__seed{seed}__{digest}"
 
 
 def conform(df: pd.DataFrame, kind: str) -> pd.DataFrame:
@@ -111,16 +110,3 @@ def read_results(results: str | Path, kind: str = "trials") -> pd.DataFrame:
         except Exception as e:  # noqa: BLE001
             raise ResultsError(f"cannot read result part {p}: {e}") from None
     return conform(pd.concat(frames, ignore_index=True), kind)
-
-
-def export_tables(results: str | Path) -> dict[str, Path]:
-    """Merge the parts into ``trials.parquet|csv`` and ``summary.parquet|csv`` next to the folders."""
-    from render.files import write_table
-
-    out = {}
-    for kind in KINDS:
-        df = read_results(results, kind)
-        stem = Path(results) / kind
-        write_table(df, stem.with_name(f"{kind}_all"))
-        out[kind] = stem.with_name(f"{kind}_all.parquet")
-    return out

@@ -121,6 +121,16 @@ def balanced_accuracy_ci_indices(labels, responses, n_boot: int = 10_000, ci: fl
     return Estimate(value, *_percentiles(np.concatenate(out), ci), n)
 
 
+def accuracy_summary(trials: pd.DataFrame, n_boot: int, ci: float, seed: int) -> dict:
+    """Count, accuracy and balanced accuracy with bootstrap CIs of one observer's trials (columns ``correct``,
+    ``label``, ``response``): the columns the summary and observer tables share."""
+    acc = accuracy_ci(trials["correct"], n_boot, ci, seed)
+    bal = balanced_accuracy_ci(trials["label"], trials["response"], n_boot, ci, seed)
+    return {"n": acc.n, "accuracy": acc.value, "accuracy_ci_low": acc.ci_low, "accuracy_ci_high": acc.ci_high,
+            "balanced_accuracy": bal.value, "balanced_accuracy_ci_low": bal.ci_low,
+            "balanced_accuracy_ci_high": bal.ci_high}
+
+
 # --------------------------------------------------------------------------------------------------
 # error consistency (Geirhos et al., 2020)
 
@@ -138,7 +148,8 @@ def error_consistency(correct_a, correct_b) -> dict:
     return {"kappa": kappa, "c_obs": c_obs, "c_exp": c_exp, "n": int(a.size)}
 
 
-def align(trials: pd.DataFrame, observer_a: str, observer_b: str, keys=("item_id", "condition")) -> pd.DataFrame:
+def align(trials: pd.DataFrame, observer_a: str, observer_b: str, keys=("item_id", "condition"),
+          allow_empty: bool = False) -> pd.DataFrame:
     """Trials of two observers joined on the image (and condition): columns ``correct_a``, ``correct_b``."""
     keys = [k for k in keys if k in trials.columns]
     a = trials[trials["observer"] == observer_a]
@@ -149,7 +160,7 @@ def align(trials: pd.DataFrame, observer_a: str, observer_b: str, keys=("item_id
         if t.duplicated(keys).any():
             raise StatsError(f"observer {name!r} has repeated trials for the same {keys}; filter to one run first")
     m = a[keys + ["correct"]].merge(b[keys + ["correct"]], on=keys, suffixes=("_a", "_b"))
-    if m.empty:
+    if m.empty and not allow_empty:
         raise StatsError(f"observers {observer_a!r} and {observer_b!r} share no images")
     return m
 
@@ -159,8 +170,10 @@ def error_consistency_between(trials: pd.DataFrame, observer_a: str, observer_b:
     return error_consistency(m["correct_a"], m["correct_b"])
 
 
-def pairwise_error_consistency(trials: pd.DataFrame, observers_a=None, observers_b=None) -> pd.DataFrame:
-    """κ for every pair (a in ``observers_a``, b in ``observers_b``; default all pairs of observers)."""
+def pairwise_error_consistency(trials: pd.DataFrame, observers_a=None, observers_b=None,
+                               skip_disjoint: bool = False) -> pd.DataFrame:
+    """κ for every pair (a in ``observers_a``, b in ``observers_b``; default all pairs of observers).
+    ``skip_disjoint`` leaves out pairs that share no images instead of raising."""
     obs = sorted(trials["observer"].unique())
     if observers_a is None and observers_b is None:
         pairs = list(itertools.combinations(obs, 2))
@@ -168,7 +181,10 @@ def pairwise_error_consistency(trials: pd.DataFrame, observers_a=None, observers
         pairs = [(a, b) for a in (observers_a or obs) for b in (observers_b or obs) if a != b]
     rows = []
     for a, b in pairs:
-        r = error_consistency_between(trials, a, b)
+        m = align(trials, a, b, allow_empty=skip_disjoint)
+        if m.empty:
+            continue
+        r = error_consistency(m["correct_a"], m["correct_b"])
         rows.append({"observer_a": a, "observer_b": b, **r})
     return pd.DataFrame(rows, columns=["observer_a", "observer_b", "kappa", "c_obs", "c_exp", "n"])
 
@@ -183,12 +199,12 @@ def human_ceiling(trials: pd.DataFrame) -> dict:
             else float("nan"), "pairs": len(pw)}
 
 
-def model_vs_humans(trials: pd.DataFrame, model: str) -> pd.DataFrame:
+def model_vs_humans(trials: pd.DataFrame, model: str, skip_disjoint: bool = False) -> pd.DataFrame:
     """κ between ``model`` and each human observer."""
     humans = sorted(trials.loc[trials["observer_type"] == "human", "observer"].unique())
     if not humans:
         raise StatsError("no human observers in the trial table")
-    return pairwise_error_consistency(trials, [model], humans)
+    return pairwise_error_consistency(trials, [model], humans, skip_disjoint)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -58,6 +58,11 @@ class TaskData:
         task's, so one cache entry serves every target, split and method on the same folder."""
         return sorted(set(self.dataset_images) | set(self.items["item_id"]))
 
+    def image_files(self) -> tuple[list[str], list[str]]:
+        """``image_ids()`` and the matching file paths."""
+        ids = self.image_ids()
+        return ids, [str(self.root / i) for i in ids]
+
     def counts(self) -> dict:
         return {s: {str(k): int(v) for k, v in g["label"].value_counts().sort_index().items()}
                 for s, g in self.items.groupby("split")}

@@ -88,7 +88,9 @@ class ModelId:
     @property
     def slug(self) -> str:
         """A file-name-safe form of the id."""
-        return "".join(c if c.isalnum() or c in "._-" else "_" for c in str(self))
+        from render.files import safe_name
+
+        return safe_name(str(self))
 
 
 @dataclass(frozen=True)
@@ -145,7 +147,7 @@ class LoadedModel:
         finally:
             for h in handles:
                 h.remove()
-        out = {"pooled": _flatten(pooled).contiguous()}
+        out = {"pooled": to_vectors(pooled).contiguous()}
         for name in self.taps:
             out[name] = _reduce(captured[name]).contiguous()
         return out
@@ -171,7 +173,8 @@ def _capture(name, store):
     return hook
 
 
-def _flatten(x):
+def to_vectors(x):
+    """A model output (tensor or tuple whose first item is one) as one vector per image (see ``_reduce``)."""
     if isinstance(x, (tuple, list)):
         x = x[0]
     return _reduce(x)
@@ -392,7 +395,9 @@ def _load_module(mid, weights, kwargs, versions):
     cfg.setdefault("interpolation", "bilinear")
     cfg.setdefault("crop_pct", 0.875)
     cfg.setdefault("crop_mode", "center")
-    return m, cfg, center_crop_transform(cfg), None
+    import timm.data
+
+    return m, cfg, timm.data.create_transform(**cfg, is_training=False), None  # timm's eval recipe
 
 
 def load_state_dict(path: str | os.PathLike) -> dict:
@@ -422,28 +427,13 @@ def _interp(name: str):
 
 
 def shorter_side_transform(cfg: dict):
-    """The 3D-PC preprocessing: resize the shorter side to the input size, no crop, normalise."""
+    """The 3D-PC preprocessing: resize the shorter side to the input size, no crop, normalise. Takes an RGB
+    PIL image (``eval.embeddings.load_image`` gives one), like the libraries' own transforms."""
     from torchvision import transforms as T
 
     size = int(cfg["input_size"][-1])
-    return T.Compose([T.Lambda(_rgb), T.Resize(size, interpolation=_interp(cfg.get("interpolation", ""))),
-                      T.ToTensor(), T.Normalize(cfg["mean"], cfg["std"])])
-
-
-def center_crop_transform(cfg: dict):
-    """timm's eval recipe for user models: resize to size / crop_pct, centre crop, normalise."""
-    import math
-
-    from torchvision import transforms as T
-
-    size = int(cfg["input_size"][-1])
-    scale = int(math.floor(size / float(cfg.get("crop_pct", 0.875))))
-    return T.Compose([T.Lambda(_rgb), T.Resize(scale, interpolation=_interp(cfg.get("interpolation", ""))),
-                      T.CenterCrop(size), T.ToTensor(), T.Normalize(cfg["mean"], cfg["std"])])
-
-
-def _rgb(img):
-    return img.convert("RGB") if img.mode != "RGB" else img
+    return T.Compose([T.Resize(size, interpolation=_interp(cfg.get("interpolation", ""))), T.ToTensor(),
+                      T.Normalize(cfg["mean"], cfg["std"])])
 
 
 # --------------------------------------------------------------------------------------------------

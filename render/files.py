@@ -41,6 +41,11 @@ def write_table(df, stem: str | os.PathLike) -> None:
         os.replace(tmp, final)
 
 
+def safe_name(text: str) -> str:
+    """``text`` with every character other than letters, digits, ``.``, ``_`` and ``-`` replaced by ``_``."""
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in str(text))
+
+
 def package_version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 

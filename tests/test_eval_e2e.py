@@ -11,7 +11,8 @@ import pytest
 from eval import results as R
 from eval.humans import HumanDataError, load_3dpc_humans
 from eval.tasks import TaskError, load_task
-from tasks.threedpc import build, config_from_dict
+from tasks.threedpc import build
+from tasks.threedpc.config import compose_config
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -19,18 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def small_build(tmp_path_factory):
     out = tmp_path_factory.mktemp("e2e") / "3dpc"
-    build(config_from_dict(_small(out)), progress=False)
+    build(compose_config(["preset=small", f"out={out}"]), progress=False)
     return out
-
-
-def _small(out):
-    """The small preset (configs/preset/small.yaml), as the CLI resolves it."""
-    import yaml
-    from importlib.resources import files
-
-    cfg = yaml.safe_load(files("configs").joinpath("preset", "small.yaml").read_text())
-    cfg.pop("defaults", None)
-    return {**cfg, "out": str(out)}
 
 
 def run(*args, env_extra=None):

@@ -104,8 +104,7 @@ def _count_forward(module):
 
 def test_cache_hit_without_forward_and_key_follows_content(tmp_path):
     task = load_task(_image_folder(tmp_path / "ds"))
-    ids = task.image_ids()
-    paths = [str(task.root / i) for i in ids]
+    ids, paths = task.image_files()
     m = load_model("timm:test_resnet")
     calls = _count_forward(m.module)
     first = get_embeddings(m, ids, paths, tmp_path / "cache", batch_size=16, progress=False)
@@ -126,9 +125,8 @@ def test_cache_hit_without_forward_and_key_follows_content(tmp_path):
 def _worker(args):
     root, cache = args
     task = load_task(root)
-    ids = task.image_ids()
     m = load_model("timm:test_resnet")
-    e = get_embeddings(m, ids, [str(task.root / i) for i in ids], cache, progress=False)
+    e = get_embeddings(m, *task.image_files(), cache, progress=False)
     return e.from_cache, np.asarray(e.features["pooled"]).sum()
 
 
@@ -197,8 +195,7 @@ def test_probe_on_a_network_the_test_trains(tmp_path):
     accs = {}
     for name, w in (("trained", WeightsSpec(file=str(tmp_path / "small_cnn.pth"))), ("random", WeightsSpec())):
         m = load_model("module:eval.examples:small_cnn", w)
-        ids = task.image_ids()
-        emb = get_embeddings(m, ids, [str(task.root / i) for i in ids], tmp_path / "cache", progress=False)
+        emb = get_embeddings(m, *task.image_files(), tmp_path / "cache", progress=False)
         s = run_probe(task, emb, f"small_cnn_{name}", pcfg, tmp_path / "res", progress=False)
         accs[name] = float(s["accuracy"].iloc[0])
     assert own > 0.6 and accs["trained"] == pytest.approx(own, abs=0.1), (own, accs)

@@ -88,7 +88,7 @@ def removed_fraction(shape: BaseShape, variant: str, level: float) -> float:
     """Exact fraction of the (ideal, zero-width) outline inside the discs (fast path: a compiled loop; the
     plain NumPy twin ``removed_fraction_reference`` is the specification it is tested against)."""
     v = np.asarray(shape.vertices, np.float64)
-    return float(_removed_fraction_kernel(v, disc_centres(shape, variant), float(disc_radius(shape, level))))
+    return float(_kernel()(v, disc_centres(shape, variant), float(disc_radius(shape, level))))
 
 
 @functools.cache
@@ -138,10 +138,6 @@ def _kernel():
         return removed / total
 
     return kernel
-
-
-def _removed_fraction_kernel(v, c, r):
-    return _kernel()(v, c, r)
 
 
 def removed_fraction_reference(shape: BaseShape, variant: str, level: float) -> float:

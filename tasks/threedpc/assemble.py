@@ -175,7 +175,9 @@ def summary_markdown(cfg: BuildConfig, df, counts: dict) -> str:
                      "(perspective: the nearer prop looks larger, as for people)")
     vk = df[df.in_vpt]
     if vk.vpt_label.nunique() == 2:
-        auc = rank_auc(vk.prop_distance.to_numpy(float), vk.vpt_label.astype(int).to_numpy())
+        from sklearn.metrics import roc_auc_score
+
+        auc = roc_auc_score(vk.vpt_label.astype(int).to_numpy(), vk.prop_distance.to_numpy(float))
         lines.append(f"- VPT cue check: the 3D distance between the props separates the VPT labels with AUC {auc:.2f} "
                      "(0.5 = no cue; occluded placements put the props on opposite sides of the object, so a "
                      "model can partly solve VPT from prop separation)")
@@ -186,12 +188,3 @@ def summary_markdown(cfg: BuildConfig, df, counts: dict) -> str:
         lines += ["", "## VPT-Strategy sequences", ""] + [f"- {s}: `{p}`" for s, p in pats.items()]
     return "\n".join(lines) + "\n"
 
-
-def rank_auc(score: np.ndarray, label: np.ndarray) -> float:
-    """Area under the ROC curve of ``score`` for ``label == 1`` (Mann-Whitney, ties counted half)."""
-    from scipy.stats import rankdata
-
-    r = rankdata(score)
-    n1 = int((label == 1).sum())
-    n0 = len(label) - n1
-    return float((r[label == 1].sum() - n1 * (n1 + 1) / 2) / (n0 * n1))

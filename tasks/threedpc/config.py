@@ -75,6 +75,17 @@ def _tuple(v):
     return tuple(v) if isinstance(v, (list, tuple)) else v
 
 
+def compose_config(overrides: list[str] | tuple[str, ...] = ()) -> BuildConfig:
+    """The config the CLI would build from ``overrides`` (e.g. ``["preset=small", "out=..."]``): Hydra's
+    composition of ``configs/threedpc.yaml``, for library callers, tests and benchmarks."""
+    from hydra import compose, initialize_config_module
+    from omegaconf import OmegaConf
+
+    with initialize_config_module(config_module="configs", version_base=None):
+        cfg = compose(config_name="threedpc", overrides=list(overrides))
+    return config_from_dict(OmegaConf.to_container(cfg, resolve=True))
+
+
 def config_from_dict(d: dict) -> BuildConfig:
     """Build and validate a config from a plain mapping (Hydra's resolved config)."""
     d = dict(d)
