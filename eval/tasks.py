@@ -18,7 +18,7 @@ Registered here, in detection order:
 * **2D generator output** (``annotations.parquet`` from ``python -m tasks.generate``): ``target`` names the
   column to predict (e.g. ``shape_class``, ``condition``), ``conditions`` optionally keeps only some
   conditions; train/val/test are assigned by a stable hash of
-  ``pair_id`` (or ``item_id``), so the images of one pair or source never straddle splits.
+  ``set_id`` (or ``item_id``), so the images of one pair or source never straddle splits.
 * **ImageFolder** (``<split>/<class>/<image>`` with splits ``train``, ``val`` and ``test``): e.g. the
   3D-PC's ``vpt/`` view. Without a ``val`` folder, 15% of the training images (by hash) become validation.
 """
@@ -190,7 +190,7 @@ def hashed_split(keys, val_fraction: float, test_fraction: float, seed: int = 0)
                  lambda root: (root / "annotations.parquet").is_file())
 def _generated(root: Path, target: str | None, val_fraction: float, test_fraction: float, seed: int,
                conditions=None) -> TaskData:
-    """``python -m tasks.generate`` output: splits by a stable hash of ``pair_id`` (or ``item_id``)."""
+    """``python -m tasks.generate`` output: splits by a stable hash of ``set_id`` (or ``item_id``)."""
     if not target:
         raise TaskError(f"task={root}: a generated 2D dataset needs target=<column> (e.g. target=condition)")
     ann = pd.read_parquet(root / "annotations.parquet")
@@ -206,7 +206,9 @@ def _generated(root: Path, target: str | None, val_fraction: float, test_fractio
     if target not in ann.columns:
         raise TaskError(f"target={target!r}: not a column of {root / 'annotations.parquet'}; "
                         f"columns: {list(ann.columns)}")
-    key = ann["pair_id"].where(ann["pair_id"].astype(str) != "", ann["item_id"]) if "pair_id" in ann else ann["item_id"]
+    if "set_id" not in ann and "pair_id" in ann:  # datasets written before the column was renamed (issue 13)
+        ann = ann.rename(columns={"pair_id": "set_id"})
+    key = ann["set_id"].where(ann["set_id"].astype(str) != "", ann["item_id"]) if "set_id" in ann else ann["item_id"]
     key = key.astype(str)
     classes = sorted(ann[target].astype(str).unique())
     index = {c: i for i, c in enumerate(classes)}

@@ -141,7 +141,7 @@ def test_distortion_dataset(tmp_path):
 
     df = pd.read_parquet(out / "annotations.parquet")
     assert len(df) == 8 * (8 + 4 + 2 + 7) and "contrast_c05" in set(df.condition)
-    assert df.groupby("pair_id").size().eq(21).all()
+    assert df.groupby("set_id").size().eq(21).all()
 
 
 def test_eidolon_reach_zero_returns_blurred_image_and_displacement_grows():

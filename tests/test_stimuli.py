@@ -58,13 +58,13 @@ def test_polygon_dataset_pairs_and_table(tmp_path):
     out = write_dataset("degraded_polygons", tmp_path / "p", {"per_class": 3, "levels": [0.2, 0.5]},
                         seed=4, progress=False)
     df = pd.read_parquet(out / "annotations.parquet")
-    assert list(df.columns[:6]) == ["file_name", "dataset", "condition", "item_id", "pair_id", "seed"]
+    assert list(df.columns[:6]) == ["file_name", "dataset", "condition", "item_id", "set_id", "seed"]
     assert str(df.file_name.dtype) == "string" and str(df.seed.dtype) == "int64" and str(df.level.dtype) == "float64"
     assert set(df.condition) == {"whole", "corners_p0.20", "edges_p0.20", "corners_p0.50", "edges_p0.50"}
     assert (df[df.condition == "whole"].shape_class.value_counts() == 3).all()
     assert "circle" not in set(df[df.variant != "whole"].shape_class)  # circles only whole
     deg = df[df.variant != "whole"]
-    for _, g in deg.groupby("pair_id"):  # corner/edge pairs share the base polygon
+    for _, g in deg.groupby("set_id"):  # corner/edge pairs share the base polygon
         assert len(g) == 2 and set(g.variant) == {"corners", "edges"}
         assert g.cx.nunique() == 1 and g.radius.nunique() == 1 and g.rotation_deg.nunique() == 1
     assert ((deg.removed_fraction >= deg.level - 1e-3) & (deg.removed_fraction < deg.level + 0.1)).all()
@@ -403,7 +403,7 @@ def test_export_release_layout(tmp_path):
     assert set(deg.label) == {4, 6}
     df = pd.read_parquet(out / "annotations.parquet")
     # one pair shares k: nocorners and noedges of "4_0" come from the same base polygon
-    pair = df[(df.shape_class == "square") & (df.variant != "whole")].sort_values("pair_id").head(2)
+    pair = df[(df.shape_class == "square") & (df.variant != "whole")].sort_values("set_id").head(2)
     for r in pair.itertuples():
         name = f"4_0_{'nocorners' if r.variant == 'corners' else 'noedges'}.png"
         assert (rel / "p0.30" / "pngs" / name).read_bytes() == (out / r.file_name).read_bytes()

@@ -19,7 +19,7 @@ uniform integers in [44 + ⌈t/2⌉ + 1, 224 − 44 − ⌈t/2⌉); radius unifo
 Degradation at proportion p_d removes N_s white discs of radius ⌈p_d·P / (2·N_s)⌉ (P = perimeter through the
 rounded vertices): centred on the vertices ("corners", not recoverable) or on the edge midpoints ("edges",
 recoverable). Each disc removes 2r of outline, so the removed fraction is p_d rounded up. Corner and edge
-images at one level come from the same base polygon (same ``pair_id``). Circles exist only whole.
+images at one level come from the same base polygon (same ``set_id``). Circles exist only whole.
 """
 from __future__ import annotations
 
@@ -411,9 +411,9 @@ def export_release_layout(dataset: str | os.PathLike, out: str | os.PathLike) ->
         rows: dict[str, list[str]] = {}
         for cls, gc in g.groupby("shape_class", sort=False):
             n_s = max(SIDES[cls], 1)
-            keys = list(dict.fromkeys(gc.pair_id if not variant_group else gc.item_id))  # k per base shape
+            keys = list(dict.fromkeys(gc.set_id if not variant_group else gc.item_id))  # k per base shape
             for r in gc.itertuples():
-                k = keys.index(r.item_id if variant_group else r.pair_id)
+                k = keys.index(r.item_id if variant_group else r.set_id)
                 name = f"{n_s}_{k}_{names[r.variant]}.png"
                 target = folder / "pngs" / name
                 if not target.exists():

@@ -32,14 +32,14 @@ class Item:
     """One image to make: where it goes and what describes it.
 
     ``condition`` names the folder (e.g. ``corners_p0.30``); ``item_id`` is unique within the dataset;
-    ``pair_id`` links images made from the same base item (e.g. corner/edge pairs); ``params`` are the
+    ``set_id`` links images made from the same base item (e.g. corner/edge pairs); ``params`` are the
     generator's own per-item parameters (become table columns).
     """
 
     condition: str
     item_id: str
     params: dict[str, Any]
-    pair_id: str = ""
+    set_id: str = ""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -3,7 +3,7 @@
 Output folder::
 
     <condition>/<item_id>.png         one folder per condition
-    annotations.parquet / .csv        file_name, dataset, condition, item_id, pair_id, seed + generator columns
+    annotations.parquet / .csv        file_name, dataset, condition, item_id, set_id, seed + generator columns
                                       (+ skipped: reason for an unusable input, sha256 of the PNG)
     config.json                       the resolved configuration (dataset, seed, every parameter)
     manifest.json                     package version, counts per condition, skipped inputs, sha256 per image
@@ -35,7 +35,7 @@ from scenes.files import atomic_write_bytes
 from .registry import GENERATORS, ConfigError, Item, get_generator, make_config
 
 log = logging.getLogger(__name__)
-STANDARD_COLUMNS = ["file_name", "dataset", "condition", "item_id", "pair_id", "seed"]
+STANDARD_COLUMNS = ["file_name", "dataset", "condition", "item_id", "set_id", "seed"]
 
 
 class SkipItem(Exception):
@@ -65,7 +65,7 @@ def _render_items(args) -> tuple[int, list[dict]]:
             (out / it.condition).mkdir(parents=True, exist_ok=True)
             made.add(it.condition)
         base = {"file_name": f"{it.condition}/{it.item_id}.png", "dataset": name, "condition": it.condition,
-                "item_id": it.item_id, "pair_id": it.pair_id, "seed": seed,
+                "item_id": it.item_id, "set_id": it.set_id, "seed": seed,
                 **{k: v for k, v in it.params.items() if not k.startswith("_")}}  # "_" keys: private to render
         try:
             img, extra = gen.render(cfg, it)
