@@ -4,8 +4,9 @@ Commands: ``probe``, ``finetune``, ``stats`` (Hydra, ``--multirun`` sweeps throu
 ``hydra/launcher=joblib`` on one machine, ``hydra/launcher=submitit_slurm`` or the example
 ``hydra/launcher=vantage_slurm`` on a cluster) and ``zoo`` (lists zoo configs). ``zoo=<name>`` with
 ``--multirun`` and no ``model=`` sweeps every model of that list. Commands are registered with
-:func:`command`; a new evaluation method registers its class in ``eval.runner.METHODS`` and its command
-(config ``configs/eval_<name>.yaml``, settings under the section ``<name>``) here.
+:func:`command`; a new evaluation method registers its class in ``eval.runner.METHODS`` (in its own module)
+and its command in a module of its own listed in :data:`COMMAND_MODULES` (config ``configs/eval_<name>.yaml``,
+settings under the section ``<name>``).
 """
 from __future__ import annotations
 
@@ -192,9 +193,26 @@ def expand_zoo(argv: list[str]) -> list[str]:
     return argv
 
 
+# Modules that define further commands with :func:`command` (one line per method family; imported by main
+# before dispatch so their commands appear in --help). Hydra's launchers pickle the job function by its module,
+# so a command defined in such a module sweeps like the built-in ones.
+COMMAND_MODULES: tuple[str, ...] = (
+)
+
+
+def load_commands() -> dict[str, Command]:
+    """Every registered command: the built-in ones here and those of :data:`COMMAND_MODULES`."""
+    import importlib
+
+    for mod in COMMAND_MODULES:
+        importlib.import_module(mod)
+    return COMMANDS
+
+
 def main(argv: list[str] | None = None) -> None:
     import hydra
 
+    load_commands()
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(usage())
