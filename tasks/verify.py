@@ -50,6 +50,20 @@ def _check_hashes(root: Path, listed: dict[str, str], rep: Report) -> None:
     rep.images = len(listed)
 
 
+def _check_records(root: Path, listed: dict[str, str], table, table_name: str, on_disk: set[str],
+                   rep: Report) -> None:
+    """The checks both dataset kinds share: the manifest's images exist with their sha256, and the manifest,
+    the table's ``file_name`` column and the image files on disk name the same set of images."""
+    _check_hashes(root, listed, rep)
+    rows = {str(f) for f in table["file_name"].fillna("") if f}
+    for f in sorted(rows - set(listed)):
+        rep.problems.append(f"{f}: a {table_name} row names it but manifest.json does not")
+    for f in sorted(set(listed) - rows):
+        rep.problems.append(f"{f}: in manifest.json but has no {table_name} row")
+    for f in sorted(on_disk - rows - set(listed)):
+        rep.problems.append(f"{f}: image file with no {table_name} row")
+
+
 def verify(root: str | Path) -> Report:
     """Verify the dataset in ``root``; see the module docstring. Raises :class:`NotADataset`."""
     import pandas as pd
@@ -64,14 +78,9 @@ def verify(root: str | Path) -> Report:
     if isinstance(manifest.get("images"), dict) and (root / "metadata.parquet").is_file():
         rep = Report(root, "3D-PC build")
         listed = manifest["images"]
-        _check_hashes(root, listed, rep)
         meta = pd.read_parquet(root / "metadata.parquet")
-        rows = {str(f) for f in meta["file_name"].fillna("") if f}
-        for f in sorted(rows - set(listed)):
-            rep.problems.append(f"{f}: a metadata row names it but manifest.json does not")
         on_disk = {str(p.relative_to(root)) for p in (root / "images").rglob("*.png")} if (root / "images").is_dir() else set()
-        for f in sorted(on_disk - rows - set(listed)):
-            rep.problems.append(f"{f}: image file with no metadata row")
+        _check_records(root, listed, meta, "metadata", on_disk, rep)
         from tasks.threedpc.assemble import VIEWS, _flat
 
         sources = {}
@@ -87,17 +96,9 @@ def verify(root: str | Path) -> Report:
         return rep
     if isinstance(manifest.get("sha256"), dict) and (root / "annotations.parquet").is_file():
         rep = Report(root, f"generated dataset {manifest.get('dataset', '?')}")
-        listed = manifest["sha256"]
-        _check_hashes(root, listed, rep)
         ann = pd.read_parquet(root / "annotations.parquet")
-        rows = {str(f) for f in ann["file_name"].fillna("") if f}
-        for f in sorted(rows - set(listed)):
-            rep.problems.append(f"{f}: an annotations row names it but manifest.json does not")
-        for f in sorted(set(listed) - rows):
-            rep.problems.append(f"{f}: in manifest.json but has no annotations row")
         on_disk = {str(p.relative_to(root)) for p in root.glob("*/*.png") if not p.parent.name.startswith(".")}
-        for f in sorted(on_disk - rows - set(listed)):
-            rep.problems.append(f"{f}: image file with no annotations row")
+        _check_records(root, manifest["sha256"], ann, "annotations", on_disk, rep)
         return rep
     raise NotADataset(f"{root}: manifest.json is not one of a 3D-PC build (images + metadata.parquet) or a "
                       "generated dataset (sha256 + annotations.parquet)")

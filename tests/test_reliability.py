@@ -237,3 +237,19 @@ def test_verify_generated_dataset(tmp_path, capsys):
     assert f"{names[0]}: content differs" in out and f"{names[1]}: listed in manifest.json but missing" in out
     assert "unlisted.png: image file with no annotations row" in out
     assert main([str(tmp_path)]) == 2 and "no manifest.json" in capsys.readouterr().err
+
+
+def test_verify_3dpc_reports_manifest_image_without_metadata_row(small3d, tmp_path):
+    """A dropped metadata row is damage in a 3D-PC build as in a generated set (the 3D-PC branch missed it)."""
+    import shutil
+
+    from tasks.verify import verify
+
+    copy = tmp_path / "b"
+    shutil.copytree(small3d, copy)
+    meta = pd.read_parquet(copy / "metadata.parquet")
+    named = meta[meta["file_name"].fillna("") != ""]
+    dropped = str(named["file_name"].iloc[0])
+    meta.drop(index=named.index[0]).to_parquet(copy / "metadata.parquet")
+    rep = verify(copy)
+    assert f"{dropped}: in manifest.json but has no metadata row" in rep.problems
