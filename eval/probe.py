@@ -65,10 +65,40 @@ class ProbeFit:
     history: list = field(default_factory=list)
 
 
-def make_head(dim: int, n_classes: int, dropout: float):
+def make_head(dim: int, n_classes: int, dropout: float, seed: int | None = None):
+    """The released code's probe head: BatchNorm1d without affine -> Dropout(p) -> Linear(d, k).
+
+    With ``seed``, the dropout masks come from a seeded NumPy generator (:class:`SeededDropout`) instead of
+    torch's CPU Bernoulli sampler, which was half of the probe's training time (measured in
+    ``benchmarks/eval.py``); ``seed=None`` gives the plain ``nn.Dropout`` twin. Both drop each input with
+    probability p and scale the kept ones by 1/(1-p) in training, and are the identity in eval mode."""
     import torch.nn as nn
 
-    return nn.Sequential(nn.BatchNorm1d(dim, affine=False), nn.Dropout(dropout), nn.Linear(dim, n_classes))
+    drop = nn.Dropout(dropout) if seed is None else SeededDropout(dropout, seed)
+    return nn.Sequential(nn.BatchNorm1d(dim, affine=False), drop, nn.Linear(dim, n_classes))
+
+
+def SeededDropout(p: float, seed: int):  # noqa: N802 - a module factory (torch is imported lazily)
+    """Inverted dropout with masks from ``numpy.random.default_rng(seed)``: keep each element with
+    probability 1-p (a uniform float32 draw >= p) and scale kept ones by 1/(1-p); identity in eval mode."""
+    import torch
+    import torch.nn as nn
+
+    class _SeededDropout(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.p, self.rng = float(p), np.random.default_rng(seed)
+
+        def forward(self, x):
+            if not self.training or self.p == 0.0:
+                return x
+            keep = torch.from_numpy(self.rng.random(tuple(x.shape), dtype=np.float32) >= self.p)
+            return x * keep / (1.0 - self.p)
+
+        def extra_repr(self) -> str:
+            return f"p={self.p}, numpy generator"
+
+    return _SeededDropout()
 
 
 def _evaluate(head, X, y, batch: int = 4096):
@@ -121,7 +151,7 @@ def _train_probe(X_train, y_train, X_val, y_val, n_classes, cfg, seed) -> ProbeF
     yt = torch.from_numpy(np.array(y_train, dtype=np.int64))
     Xv = torch.from_numpy(np.array(X_val, dtype=np.float32))
     yv = torch.from_numpy(np.array(y_val, dtype=np.int64))
-    head = make_head(Xt.shape[1], n_classes, cfg.dropout)
+    head = make_head(Xt.shape[1], n_classes, cfg.dropout, seed=seed)
     opt = torch.optim.AdamW(head.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     best = (None, -1, float("inf"), -1.0, float("inf"))  # state, epoch, score, acc, loss
     history, since = [], 0

@@ -218,3 +218,27 @@ def test_extraction_with_decoding_workers_equals_the_in_process_reference(tmp_pa
     assert ref.keys() == fast.keys() == {"pooled", "layer1"}
     for k in ref:
         np.testing.assert_array_equal(ref[k], fast[k])
+
+
+def test_seeded_dropout_matches_torch_dropout_contract():
+    """The probe's NumPy-mask dropout (fast path) against nn.Dropout (its twin): same keep rate, same 1/(1-p)
+    scaling of kept inputs, identity in eval mode; and the same seed gives the same masks."""
+    import numpy as np
+    import torch
+
+    from eval.probe import make_head
+
+    x = torch.ones(256, 512)
+    fast, twin = make_head(512, 2, 0.3, seed=7)[1], make_head(512, 2, 0.3)[1]
+    torch.manual_seed(0)
+    for drop in (fast, twin):
+        drop.train()
+        y = drop(x)
+        kept = (y != 0).float().mean().item()
+        assert abs(kept - 0.7) < 0.01, kept
+        assert torch.allclose(y[y != 0], torch.full_like(y[y != 0], 1 / 0.7))
+        drop.eval()
+        assert torch.equal(drop(x), x)
+    a, b = make_head(512, 2, 0.3, seed=7)[1], make_head(512, 2, 0.3, seed=7)[1]
+    assert torch.equal(a(x), b(x)) and not torch.equal(a(x), make_head(512, 2, 0.3, seed=8)[1](x))
+    assert np.isclose(make_head(512, 2, 0.0, seed=1)[1](x).sum().item(), x.sum().item())
