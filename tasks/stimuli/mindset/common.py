@@ -191,6 +191,7 @@ class Shape:
 
     bbox: tuple[float, float, float, float]
     inside: Callable[[np.ndarray, np.ndarray], np.ndarray]
+    parts: tuple = ()  # set by :func:`union`: sampled part by part over each part's own box (same result)
 
 
 def disc(cx: float, cy: float, r: float) -> Shape:
@@ -289,7 +290,8 @@ def union(*shapes: Shape) -> Shape:
         return out
 
     b = np.array([s.bbox for s in shapes])
-    return Shape((b[:, 0].min(), b[:, 1].min(), b[:, 2].max(), b[:, 3].max()), inside)
+    flat = tuple(p for s in shapes for p in (s.parts or (s,)))
+    return Shape((b[:, 0].min(), b[:, 1].min(), b[:, 2].max(), b[:, 3].max()), inside, flat)
 
 
 def difference(a: Shape, *minus: Shape) -> Shape:
@@ -329,8 +331,18 @@ def coverage(shape: Shape, size: int | tuple[int, int], antialias: bool = True,
     off = (np.arange(k) + 0.5) / k
     xs = (np.arange(c0, c1)[:, None] + off[None, :]).ravel()
     ys = (np.arange(r0, r1)[:, None] + off[None, :]).ravel()
-    inside = shape.inside(xs[None, :], ys[:, None])
-    inside = np.broadcast_to(inside, (len(ys), len(xs)))
+    if shape.parts:  # a union: each part only over its own box (a polyline of many segments is ~N× faster)
+        inside = np.zeros((len(ys), len(xs)), bool)
+        for part in shape.parts:
+            px0, py0, px1, py1 = part.bbox
+            a0, b0 = max(int(np.floor(px0)), c0), max(int(np.floor(py0)), r0)
+            a1, b1 = min(int(np.floor(px1)) + 1, c1), min(int(np.floor(py1)) + 1, r1)
+            if a1 <= a0 or b1 <= b0:
+                continue
+            sx, sy = slice((a0 - c0) * k, (a1 - c0) * k), slice((b0 - r0) * k, (b1 - r0) * k)
+            inside[sy, sx] |= part.inside(xs[None, sx], ys[sy, None])
+    else:
+        inside = np.broadcast_to(shape.inside(xs[None, :], ys[:, None]), (len(ys), len(xs)))
     cov = inside.reshape(r1 - r0, k, c1 - c0, k).mean(axis=(1, 3), dtype=np.float32)
     return cov, (r0, c0)
 

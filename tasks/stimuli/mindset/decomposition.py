@@ -104,7 +104,7 @@ def halfplane(p, normal) -> Shape:
 
 
 def scene(cfg: DecompositionConfig, left: str, right: str, split: str, cut_deg: float, blob_seed: int):
-    """The silhouette of one image (a :class:`Shape`), the contact point, and the moved part's area bbox."""
+    """The silhouette of one image (a :class:`Shape`) and the contact point (px) of the unsplit pair."""
     L = outline(left, cfg.shape_size, "right", blob_seed)
     R = outline(right, cfg.shape_size, "left", blob_seed)
     R = R + (L[:, 0].max() - R[:, 0].min(), L[np.argmax(L[:, 0]), 1] - R[np.argmin(R[:, 0]), 1])
@@ -116,17 +116,18 @@ def scene(cfg: DecompositionConfig, left: str, right: str, split: str, cut_deg: 
     L, R = L + (dx, dy), R + (dx, dy)
     left_s, right_s = polygon(L), polygon(R)
     d = cfg.moving_distance
+    contact = (float(L[:, 0].max()), float(L[np.argmax(L[:, 0]), 1]))
     if split == "no_split":
-        return union(left_s, right_s)
+        return union(left_s, right_s), contact
     if split == "natural":
-        return union(left_s, translate(right_s, d, 0))
+        return union(left_s, translate(right_s, d, 0)), contact
     c = R.mean(0)
     t = np.deg2rad(cut_deg)
     n = np.array([np.cos(t), np.sin(t)])  # the cut's normal: +x tilted by cut_deg (the far side moves)
     far = halfplane(c, n)
     near_part = difference(right_s, far)
     far_part = Shape(right_s.bbox, lambda x, y: right_s.inside(x, y) & far.inside(x, y))
-    return union(left_s, near_part, translate(far_part, d, 0))
+    return union(left_s, near_part, translate(far_part, d, 0)), contact
 
 
 def _pairs(cfg: DecompositionConfig):
@@ -154,9 +155,9 @@ def render(cfg: DecompositionConfig, item: Item):
     p = item.params
     img = new_canvas(cfg.canvas_size, background_rgb(p))
     # a blob depends on (dataset seed, blob id) only: the same blob in every pair and split
-    paint(img, scene(cfg, p["left_shape"], p["right_shape"], p["split"], p["cut_angle_deg"], p["blob_seed"]),
-          cfg.shape_color, cfg.antialias)
-    return to_uint8(img), {}
+    shape, contact = scene(cfg, p["left_shape"], p["right_shape"], p["split"], p["cut_angle_deg"], p["blob_seed"])
+    paint(img, shape, cfg.shape_color, cfg.antialias)
+    return to_uint8(img), {"contact_x": contact[0], "contact_y": contact[1]}
 
 
 register_mindset("decomposition", DecompositionConfig,
