@@ -279,3 +279,43 @@ def test_cross_field_errors_name_fields_and_write_nothing(tmp_path):
         with pytest.raises(ConfigError, match=msg):
             write_dataset(f"mindset/{name}", tmp_path / name, params, progress=False)
         assert not (tmp_path / name).exists()
+
+
+# ------------------------------------------------------------------ NAP vs MP geons
+def test_geons_equal_pixel_change_and_renderings(tmp_path):
+    from tasks.stimuli.mindset.geons import DIMENSIONS
+
+    out, df = _gen(tmp_path, "nap_vs_mp_geons", {"items": [1, 9]})
+    assert len(df) == 2 * 3 * 3
+    for idx, g in df.groupby("item"):
+        dim = g.dimension.iloc[0]
+        v = {r.role: r.value for r in g[g.rendering == "silhouette"].itertuples()}
+        d = DIMENSIONS[dim]
+        assert v["nap"] == d["nap"] and v["reference"] == d["reference"]
+        # the MP value lies beyond the reference, on the side away from the singular value
+        assert (v["mp"] - v["reference"]) * (v["reference"] - v["nap"]) > 0
+        im = {(r.rendering, r.role): luminance(read_png(out / r.file_name)) / 255 for r in g.itertuples()}
+        sil = {role: im[("silhouette", role)] for role in ("reference", "nap", "mp")}
+        nap_change = np.abs(sil["nap"] - sil["reference"]).sum()
+        mp_change = np.abs(sil["mp"] - sil["reference"]).sum()
+        # measured from the PNGs: equal pixel magnitude (and as recorded)
+        assert mp_change == pytest.approx(nap_change, rel=0.02) and nap_change > 300
+        rec = dict(zip(g[g.rendering == "silhouette"].role, g[g.rendering == "silhouette"].pixel_change))
+        assert rec["nap"] == pytest.approx(nap_change, rel=0.01) and rec["mp"] == pytest.approx(mp_change, rel=0.01)
+        for role in ("reference", "nap", "mp"):
+            s, sh, ol = sil[role], im[("shaded", role)], im[("outline", role)]
+            assert np.array_equal(s > 0, sh > 0)  # shading fills exactly the silhouette
+            inner = ndimage.binary_erosion(s > 0.99, iterations=3)
+            assert len(np.unique(np.round(sh[inner] * 255))) >= 8  # shaded, not flat
+            assert ((ol > 0) <= ndimage.binary_dilation(s > 0, iterations=2)).all()  # lines on the object
+            assert 0.03 < (ol > 0.5).sum() / (s > 0.5).sum() < 0.25  # lines, not fills
+            if g.cross_section.iloc[0] == "square":
+                assert (ol[inner] > 0.5).sum() > 100  # the cuboid's inner edges are drawn
+    # the straight-axis (NAP) silhouette is convex; the bent reference is not
+    from skimage.morphology import convex_hull_image
+
+    bent = df[(df.item == 1) & (df.rendering == "silhouette")]
+    sol = {r.role: (m := luminance(read_png(out / r.file_name)) > 127).sum() / convex_hull_image(m).sum()
+           for r in bent.itertuples()}
+    # (a pixel mask's hull adds ~1 % at its boundary)
+    assert sol["nap"] > 0.98 and sol["reference"] < sol["nap"] - 0.02 and sol["mp"] < sol["reference"]
