@@ -319,3 +319,37 @@ def test_geons_equal_pixel_change_and_renderings(tmp_path):
            for r in bent.itertuples()}
     # (a pixel mask's hull adds ~1 % at its boundary)
     assert sol["nap"] > 0.98 and sol["reference"] < sol["nap"] - 0.02 and sol["mp"] < sol["reference"]
+
+
+def test_source_folder_of_original_images(tmp_path):
+    """A user's copy of the original assets: <folder>/<condition>/<name>.png, matched by name, placed at the
+    longest side; an unreadable file is a skipped row; a bad folder fails before anything is written."""
+    from PIL import Image
+
+    src = tmp_path / "src"
+    for cond in ("reference", "NAP", "MP"):
+        (src / cond).mkdir(parents=True)
+        for k in range(2):
+            a = np.zeros((40, 100, 3), np.uint8)
+            a[5:35, 10:90] = 255
+            Image.fromarray(a).save(src / cond / f"item{k}.png")
+    (src / "MP" / "broken.png").write_bytes(b"not a png")
+    out = write_dataset("mindset/nap_vs_mp_lines", tmp_path / "o", {"source": str(src)}, progress=False)
+    assert schema_problems(out) == []
+    df = pd.read_parquet(out / "annotations.parquet")
+    made = df[df.file_name != ""]
+    assert len(made) == 6 and set(made.set_id) == {"item0", "item1"} and (df.file_name == "").sum() == 1
+    lum = luminance(read_png(out / made.file_name.iloc[0]))
+    cols, rows = np.flatnonzero(lum.max(0) > 127), np.flatnonzero(lum.max(1) > 127)
+    assert len(cols) == pytest.approx(200 * 80 / 100, abs=2) and len(rows) == pytest.approx(200 * 30 / 100, abs=2)
+    g = write_dataset("mindset/nap_vs_mp_geons", tmp_path / "g", {"source": str(src), "renderings": ["silhouette"]},
+                      progress=False)
+    assert set(pd.read_parquet(g / "annotations.parquet").condition) == {"silhouette_reference", "silhouette_nap",
+                                                                         "silhouette_mp"}
+    (src / "extra").mkdir()
+    (src / "extra" / "x.png").write_bytes((src / "NAP" / "item0.png").read_bytes())
+    for params, msg in (({"source": str(tmp_path / "missing")}, "is not a folder"),
+                        ({"source": str(src)}, r"subfolder\(s\) \['extra'\] are not conditions")):
+        with pytest.raises(ConfigError, match=msg):
+            write_dataset("mindset/nap_vs_mp_lines", tmp_path / "bad", params, progress=False)
+        assert not (tmp_path / "bad").exists()

@@ -22,7 +22,8 @@ side of each face lit; ``outline`` = lines ``line_width`` px wide where the sub-
 where the surface normal turns by more than 30° (the square's edges, the end caps' rims) or where depth
 jumps (self-occlusion), no shading; ``silhouette`` = the object's coverage filled. The frame (scale, centre) is
 fitted to the reference and shared by the item's three geons. Conditions ``<rendering>_<role>``;
-``set_id`` = item × rendering (the triplet a similarity judgment compares).
+``set_id`` = item × rendering (the triplet a similarity judgment compares). ``source=<folder>`` uses a
+user's copy of the original geon images of one rendering instead (``<folder>/{reference,NAP,MP}/``).
 """
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ import numpy as np
 
 from ..registry import ConfigError, Item, field
 from .common import (MindsetConfig, background_params, background_rgb, check_rgb, item_rng, new_canvas,
-                     register_mindset, rgb_columns, to_uint8)
+                     place_image, register_mindset, rgb_columns, source_images, to_uint8)
 
 RENDERINGS = ("shaded", "outline", "silhouette")
 ROLES = ("reference", "nap", "mp")
@@ -63,10 +64,16 @@ class GeonConfig(MindsetConfig):
     line_width: float = field(2.0, "outline width (px)", range=(0.5, 20.0))
     object_color: tuple = field((255, 255, 255), "RGB 0-255 of the object (lit colour, lines, silhouette)",
                                 range=(0, 255))
+    source: str = field("", "'' = procedural geons; or a folder of the original images of one rendering, "
+                        "<folder>/{reference,NAP,MP}/<name>.png (e.g. amir_geons/cropped/NAPvsMP), labelled "
+                        "with the one rendering in renderings=")
 
     def __post_init__(self):
         super().__post_init__()
         check_rgb("object_color", self.object_color)
+        if self.source and len(self.renderings) != 1:
+            raise ConfigError(f"source={self.source!r} holds one rendering: set renderings to one of "
+                              f"{', '.join(RENDERINGS)} (got {list(self.renderings)})")
         if self.object_longest_side > 0.85 * self.canvas_size:
             raise ConfigError(f"object_longest_side={self.object_longest_side} leaves no room for the MP change "
                               f"on canvas_size={self.canvas_size}; use at most {0.85 * self.canvas_size:.0f}")
@@ -153,8 +160,13 @@ def _cast(key: tuple, size: int, scale: float, cx: float, cy: float, k: int):
     mesh = geon_mesh(**dict(key))
     mesh.apply_transform(np.block([[_view_rotation(), np.zeros((3, 1))], [np.zeros((1, 3)), np.ones((1, 1))]]))
     n = size * k
+    # rays only over the mesh's projected box (the rest cannot hit): ~3x fewer rays
+    px = mesh.vertices[:, 0] * scale + cx
+    py = -mesh.vertices[:, 1] * scale + cy
+    c0, c1 = max(int(np.floor(px.min() * k)) - 1, 0), min(int(np.ceil(px.max() * k)) + 1, n)
+    r0, r1 = max(int(np.floor(py.min() * k)) - 1, 0), min(int(np.ceil(py.max() * k)) + 1, n)
     g = (np.arange(n) + 0.5) / k  # sub-sample centres in pixels
-    X, Y = np.meshgrid((g - cx) / scale, -(g - cy) / scale)
+    X, Y = np.meshgrid((g[c0:c1] - cx) / scale, -(g[r0:r1] - cy) / scale)
     far = float(np.abs(mesh.vertices).max()) * 4 + 10
     origins = np.stack([X.ravel(), Y.ravel(), np.full(X.size, far)], 1)
     dirs = np.tile([0.0, 0.0, -1.0], (len(origins), 1))
@@ -164,12 +176,16 @@ def _cast(key: tuple, size: int, scale: float, cx: float, cy: float, k: int):
     depth = np.full(len(tri), np.inf)
     fn = mesh.face_normals[tri[hit]]
     v0 = mesh.vertices[mesh.faces[tri[hit], 0]]
-    denom = fn[:, 2] * -1.0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = np.einsum("ij,ij->i", fn, v0 - origins[hit]) / denom
-    depth[hit] = t
+    with np.errstate(divide="ignore", invalid="ignore"):  # ray along -z: t = n·(v0 - o) / (n·d), n·d = -n_z
+        depth[hit] = np.einsum("ij,ij->i", fn, v0 - origins[hit]) / -fn[:, 2]
     normals[hit] = fn * np.where(fn[:, 2] < 0, -1.0, 1.0)[:, None]  # the side facing the viewer (+z)
-    return hit.reshape(n, n), normals.reshape(n, n, 3), depth.reshape(n, n)
+    full_hit = np.zeros((n, n), bool)
+    full_n = np.zeros((n, n, 3))
+    full_d = np.full((n, n), np.inf)
+    full_hit[r0:r1, c0:c1] = hit.reshape(r1 - r0, c1 - c0)
+    full_n[r0:r1, c0:c1] = normals.reshape(r1 - r0, c1 - c0, 3)
+    full_d[r0:r1, c0:c1] = depth.reshape(r1 - r0, c1 - c0)
+    return full_hit, full_n, full_d
 
 
 def frame(cfg: GeonConfig, cs: str, length: float, dim: str, base: dict) -> tuple[float, float, float]:
@@ -275,6 +291,14 @@ def draw(cfg: GeonConfig, params: dict, fr, rendering: str, bg, k: int = 3) -> n
 
 
 def items(cfg: GeonConfig, seed: int):
+    if cfg.source:  # a user's copy of the original stimuli (one rendering)
+        rendering = cfg.renderings[0]
+        for role, stem, path in source_images(cfg.source, ROLES):
+            rng = item_rng(seed, stem, role)
+            yield Item(f"{rendering}_{role}", f"{rendering}_{role}_{stem}",
+                       {"rendering": rendering, "role": role, "source_file": stem, "_path": path,
+                        **background_params(cfg, rng)}, f"{rendering}_{stem}")
+        return
     for idx in cfg.items:
         dim, cs, length, base = ITEMS[idx]
         for rendering in cfg.renderings:
@@ -291,6 +315,8 @@ def items(cfg: GeonConfig, seed: int):
 
 def render(cfg: GeonConfig, item: Item):
     p = item.params
+    if cfg.source:
+        return place_image(p["_path"], cfg.canvas_size, cfg.object_longest_side, background_rgb(p)), {}
     dim, cs, length, base = ITEMS[p["item"]]
     d = DIMENSIONS[dim]
     mp, nap_change, mp_change = solve_mp(cfg, p["item"])

@@ -14,7 +14,9 @@ stand-in):
 Every image of one set shares one transform (the set's union fitted so its longest side is
 ``object_longest_side`` px, centred), so the variants differ only where the geometry differs. Strokes are
 ``stroke_width`` px with round joints and caps. The figures are deterministic (``random=False``) unless the
-background is ``random_uniform``.
+background is ``random_uniform``. ``source=<folder>`` uses a user's copy of the original images instead
+(``<folder>/<condition>/<name>.png``, e.g. the original's ``kubilius_2017/pngs/{reference,NAP,MP}``), each
+resized to ``object_longest_side`` and centred, ``set_id`` = the file name.
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ import numpy as np
 
 from ..registry import ConfigError, Item, field
 from .common import (MindsetConfig, background_params, background_rgb, check_rgb, item_rng, new_canvas, paint,
-                     polyline, register_mindset, rgb_columns, to_uint8, union)
+                     place_image, polyline, register_mindset, rgb_columns, source_images, to_uint8, union)
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "mindset"
 
@@ -44,6 +46,8 @@ class LineFigureConfig(MindsetConfig):
                                        range=(8.0, 4096.0))
     stroke_width: float = field(3.0, "stroke width (px)", range=(0.5, 50.0))
     stroke_color: tuple = field((255, 255, 255), "RGB 0-255 of the strokes", range=(0, 255))
+    source: str = field("", "'' = the built-in vector figures; or a folder of the original images, "
+                        "<folder>/<condition>/<name>.png (matched across conditions by name)")
 
     def __post_init__(self):
         super().__post_init__()
@@ -195,6 +199,29 @@ def nap_render(cfg: LineFigureConfig, item: Item):
     scale, offset = fit(list(variants.values()), cfg)
     return draw(cfg, variants[item.condition], scale, offset, background_rgb(item.params)), {"scale_px_per_unit": scale}
 
+
+def with_source(items, render, conditions):
+    """``items``/``render`` that use ``source=<folder>`` images when the config names one."""
+    def src_items(cfg: LineFigureConfig, seed: int):
+        if not cfg.source:
+            yield from items(cfg, seed)
+            return
+        for cond, stem, path in source_images(cfg.source, conditions):
+            yield Item(cond, f"{cond}_{stem}", {"source_file": stem, "_path": path,
+                                                 **_common(cfg, seed, stem)}, stem)
+
+    def src_render(cfg: LineFigureConfig, item: Item):
+        if not cfg.source:
+            return render(cfg, item)
+        return place_image(item.params["_path"], cfg.canvas_size, cfg.object_longest_side,
+                           background_rgb(item.params)), {}
+
+    return src_items, src_render
+
+
+depth_items, depth_render = with_source(depth_items, depth_render, DEPTH_CONDITIONS)
+rc_items, rc_render = with_source(rc_items, rc_render, RC_CONDITIONS)
+nap_items, nap_render = with_source(nap_items, nap_render, NAP_CONDITIONS)
 
 register_mindset("depth_drawings", LineFigureConfig,
                  "Depth drawings (Enns & Rensink): base pair and two variations adding the same context to both",
