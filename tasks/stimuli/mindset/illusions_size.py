@@ -43,8 +43,8 @@ class MullerLyerConfig(MindsetConfig):
                              range=(0, 10_000_000))
     n_illusory: int = field(500, "images of each illusory condition (inward, outward)", range=(0, 10_000_000))
     line_length: tuple = field((0.2, 0.5), "[min, max] line length as a fraction of canvas_size", range=(0.01, 0.9))
-    fin_length: tuple = field((0.05, 0.12), "[min, max] fin length as a fraction of canvas_size", range=(0.01, 0.4))
-    fin_angle: tuple = field((20.0, 70.0), "[min, max] angle between each fin and the line (degrees)",
+    fin_length: tuple = field((0.06, 0.12), "[min, max] fin length as a fraction of canvas_size", range=(0.01, 0.4))
+    fin_angle: tuple = field((25.0, 65.0), "[min, max] angle between each fin and the line (degrees)",
                              range=(5.0, 85.0))
     line_width: float = field(2.0, "stroke width of line and fins (px)", range=(0.5, 32.0))
     line_color: tuple = field((255, 255, 255), "RGB 0-255 of line and fins", range=(0, 255))

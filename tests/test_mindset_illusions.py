@@ -1,0 +1,211 @@
+"""MindSet visual illusions: each generator's claimed property measured back from its own PNGs."""
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tasks.stimuli import ConfigError, write_dataset
+from tasks.stimuli.mindset.common import read_png, schema_problems
+
+ILLUSIONS = ("muller_lyer", "ponzo", "ebbinghaus", "jastrow", "tilt", "grayscale_shapes", "lightness_contrast",
+             "adelson_checker_shadow", "thatcher_faces", "thatcher_words")
+
+
+@pytest.fixture(scope="module")
+def lite(tmp_path_factory):
+    """Each illusion's ``lite`` preset, generated once for the module: name -> (folder, table)."""
+    root = tmp_path_factory.mktemp("illusions")
+    made = {}
+
+    def get(name, **params):
+        key = (name, tuple(sorted(params.items())))
+        if key not in made:
+            out = write_dataset(f"mindset/{name}", root / f"{name}_{len(made)}", {"preset": "lite", **params},
+                                seed=3, progress=False)
+            made[key] = (out, pd.read_parquet(out / "annotations.parquet"))
+        return made[key]
+
+    return get
+
+
+def _img(out, row) -> np.ndarray:
+    return read_png(out / row.file_name).astype(float)
+
+
+# ---------------------------------------------------------------------------------------------- Müller-Lyer
+def _fin_centroids(cov: np.ndarray, r, w: float = 2.0):
+    """The coverage centroid (x, |y − line_y|) of each fin, over the whole pixel rows between the line's band
+    and the fin's far end: a parallelogram cut from the fin's stroke, so its centroid lies on the fin's
+    centreline. Returns {(side, sign): (x, d)}."""
+    fy = r.fin_length * np.sin(np.radians(r.fin_angle))
+    cx = (r.line_x0 + r.line_x1) / 2
+    xs = np.arange(cov.shape[1]) + 0.5
+    out = {}
+    for sign in (-1, 1):
+        lo, hi = r.line_y + sign * (w / 2 + 0.5), r.line_y + sign * (fy - w / 2 - 0.5)
+        i0, i1 = (int(np.ceil(lo)), int(np.floor(hi))) if sign > 0 else (int(np.ceil(hi)), int(np.floor(lo)))
+        assert i1 > i0, f"{r.item_id}: no whole row along the fins"
+        band = cov[i0:i1]
+        ys = np.arange(i0, i1)[:, None] + 0.5
+        for side, sel in (("left", xs < cx), ("right", xs >= cx)):
+            m = band * sel
+            out[side, sign] = ((m * xs).sum() / m.sum(), abs((m * ys).sum() / m.sum() - r.line_y))
+    return out
+
+
+def test_muller_lyer_line_length_measured_from_pngs(lite):
+    out, df = lite("muller_lyer")
+    assert set(df.condition) == {"scrambled", "inward", "outward"} and (df.condition.value_counts() == 4).all()
+    w = 2.0
+    for r in df.itertuples():
+        cov = _img(out, r).mean(axis=2) / 255.0
+        if r.condition == "scrambled":
+            # the line alone in its band (the detached fins keep >= 12 px away): area / width = length
+            i0, i1 = int(np.floor(r.line_y - w / 2 - 1)), int(np.ceil(r.line_y + w / 2 + 1))
+            j0, j1 = int(r.line_x0) - 3, int(np.ceil(r.line_x1)) + 3
+            assert cov[i0:i1, j0:j1].sum() / w == pytest.approx(r.line_length, abs=0.3)
+            continue
+        # each fin's centreline runs from its vertex at slope 1/tan(angle) px per px of height: the measured
+        # centroids give the vertices, i.e. the ends of the line
+        cot = 1 / np.tan(np.radians(r.fin_angle))
+        cen = _fin_centroids(cov, r)
+        inward = r.condition == "inward"
+        vx = {}
+        for (side, sign), (x, d) in cen.items():
+            toward_centre = 1 if side == "left" else -1
+            step = toward_centre if inward else -toward_centre  # inward fins run back over the line
+            vx.setdefault(side, []).append(x - step * d * cot)
+            # the direction is the condition: the fin lies on the line's side of its vertex iff inward
+            end = r.line_x0 if side == "left" else r.line_x1
+            assert ((x - end) * toward_centre > 0) == inward, (r.item_id, side)
+        xl, xr = np.mean(vx["left"]), np.mean(vx["right"])
+        assert xr - xl == pytest.approx(r.line_length, abs=0.5), r.item_id
+        assert np.ptp(vx["left"]) < 0.5 and np.ptp(vx["right"]) < 0.5  # upper and lower fins meet
+        # and the line itself joins the vertices: its centre row is lit all the way between them
+        row = cov[int(np.floor(r.line_y))]
+        assert row[int(np.ceil(xl)) + 1:int(np.floor(xr)) - 1].min() > 0.45
+
+
+# ---------------------------------------------------------------------------------------------- Ponzo
+def _colour_length(img, y, colour: str, w=2.0) -> float:
+    """Length of the red or blue horizontal stroke centred on row boundary ``y``: its alpha over any grey,
+    (R − G) or (B − G) / 255, summed over its rows, divided by the stroke width."""
+    band = img[int(y - w / 2 - 1):int(y + w / 2 + 1)]
+    a = (band[..., 0] - band[..., 1]) if colour == "red" else (band[..., 2] - band[..., 1])
+    return float(np.clip(a, 0, None).sum() / 255.0 / w)
+
+
+def test_ponzo_target_lengths_measured_from_pngs(lite):
+    out, df = lite("ponzo")
+    assert set(df.condition) == {"scrambled", "same_length", "different_length"}
+    for r in df.itertuples():
+        img = _img(out, r)
+        top, bottom = (r.top_color, "blue" if r.top_color == "red" else "red")
+        got = {top: _colour_length(img, r.top_y, top), bottom: _colour_length(img, r.bottom_y, bottom)}
+        assert got["red"] == pytest.approx(r.red_length, abs=0.3), r.item_id
+        assert got["blue"] == pytest.approx(r.blue_length, abs=0.3), r.item_id
+        if r.condition == "same_length":
+            assert abs(got["red"] - got["blue"]) < 0.3
+        else:
+            assert abs(got["red"] - got["blue"]) >= 0.02 * 224 - 0.3
+    # the railway: in the illusory conditions the white rails converge upward (track narrower at the top line)
+    for r in df[df.condition != "scrambled"].itertuples():
+        white = _img(out, r).min(axis=2) > 128
+        width_at = [np.ptp(np.flatnonzero(white[int(y) + 4])) for y in (r.top_y, r.bottom_y)]
+        assert width_at[0] < width_at[1]
+
+
+# ---------------------------------------------------------------------------------------------- Ebbinghaus
+def test_ebbinghaus_centre_diameter_and_flankers_measured(lite):
+    from scipy import ndimage
+
+    out, df = lite("ebbinghaus")
+    for r in df.itertuples():
+        img = _img(out, r)
+        red = np.clip(img[..., 0] - img[..., 1], 0, None) / 255.0
+        assert 2 * np.sqrt(red.sum() / np.pi) == pytest.approx(r.center_diameter, abs=0.3), r.item_id
+        white = img.min(axis=2) / 255.0
+        labels, n = ndimage.label(white > 0.5)
+        assert n == r.num_flankers
+        areas = ndimage.sum(white, labels, range(1, n + 1))
+        if r.condition != "scrambled":
+            d = 2 * np.sqrt(areas / np.pi)
+            np.testing.assert_allclose(d, r.flanker_diameter, atol=0.3)
+            big = r.condition == "big_flankers"
+            assert (r.flanker_diameter > r.center_diameter) if big else (r.flanker_diameter < r.center_diameter)
+
+
+# ---------------------------------------------------------------------------------------------- Jastrow
+def test_jastrow_shape_sizes_measured(lite):
+    out, df = lite("jastrow")
+    assert len(set(df.condition)) == 6
+    for r in df.itertuples():
+        img = _img(out, r)
+        red = np.clip(img[..., 0] - img[..., 1], 0, None) / 255.0
+        blue = np.clip(img[..., 2] - img[..., 1], 0, None) / 255.0
+        assert red.sum() == pytest.approx(r.red_area, rel=0.005)
+        assert blue.sum() == pytest.approx(r.blue_area, rel=0.005)
+        same = r.condition.startswith("illusory") or r.condition == "random_same_size"
+        assert (abs(red.sum() - blue.sum()) < 0.005 * red.sum()) == same
+        if r.on_top:  # stacked: the named colour is above (its centroid higher on the canvas)
+            rows = np.arange(img.shape[0])[:, None]
+            yr, yb = (rows * red).sum() / red.sum(), (rows * blue).sum() / blue.sum()
+            assert (yr < yb) == (r.on_top == "red")
+
+
+# ---------------------------------------------------------------------------------------------- tilt
+def _fit_grating(grey: np.ndarray, mask: np.ndarray) -> tuple[float, float]:
+    """(orientation in degrees by the module's convention, cycles per canvas width) of the sinusoid in the
+    masked pixels: the 2D FFT's peak, refined by a least-squares fit of a·cos + b·sin + c over the pixels."""
+    from scipy.optimize import least_squares
+
+    S = grey.shape[0]
+    g = np.where(mask, grey - grey[mask].mean(), 0.0)
+    spec = np.abs(np.fft.fft2(g))
+    spec[0, 0] = 0
+    i, j = np.unravel_index(np.argmax(spec), spec.shape)
+    ky0 = 2 * np.pi * (i if i < S / 2 else i - S) / S
+    kx0 = 2 * np.pi * (j if j < S / 2 else j - S) / S
+    yy, xx = np.nonzero(mask)
+    yy, xx = yy[::7], xx[::7]  # every 7th pixel: enough for the fit, 7x faster
+    x, y, v = xx + 0.5 - S / 2, yy + 0.5 - S / 2, grey[yy, xx]
+
+    def resid(p):
+        ph = p[0] * x + p[1] * y
+        A = np.stack([np.cos(ph), np.sin(ph), np.ones_like(ph)], 1)
+        coef, *_ = np.linalg.lstsq(A, v, rcond=None)
+        return A @ coef - v
+
+    kx, ky = least_squares(resid, [kx0, ky0], x_scale=0.01).x
+    theta = np.degrees(np.arctan2(ky, kx))
+    theta = (theta + 90) % 180 - 90
+    return float(theta), float(np.hypot(kx, ky) * S / (2 * np.pi))
+
+
+def _angle_diff(a, b):
+    return abs((a - b + 90) % 180 - 90)
+
+
+def test_tilt_centre_and_context_orientation_measured(lite):
+    out, df = lite("tilt")
+    S = 224
+    yy, xx = np.indices((S, S)) + 0.5
+    for r in df.itertuples():
+        img = _img(out, r)
+        grey = img.mean(axis=2)
+        d = np.hypot(xx - S / 2, yy - S / 2)
+        inner, outer = d < r.radius_px - 2, d > r.radius_px + 2
+        bg = np.array([r.background_r, r.background_g, r.background_b], float)
+        if r.condition != "only_context":
+            th, f = _fit_grating(grey, inner)
+            assert _angle_diff(th, r.theta_center) < 0.3 and f == pytest.approx(r.frequency, rel=0.01), r.item_id
+        else:
+            assert (img[inner] == bg).all()  # the disc left at the background colour
+        if r.condition != "only_center":
+            th, f = _fit_grating(grey, outer)
+            assert _angle_diff(th, r.theta_context) < 0.3 and f == pytest.approx(r.frequency, rel=0.01), r.item_id
+        else:
+            assert (img[outer] == bg).all()
+    cc = df[df.condition == "center_context"]
+    assert (cc.theta_center == 0).all() and cc.theta_context.nunique() == len(cc)
