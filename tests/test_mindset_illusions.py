@@ -209,3 +209,27 @@ def test_tilt_centre_and_context_orientation_measured(lite):
             assert (img[outer] == bg).all()
     cc = df[df.condition == "center_context"]
     assert (cc.theta_center == 0).all() and cc.theta_context.nunique() == len(cc)
+
+
+# ---------------------------------------------------------------------------------------------- fast raster
+def test_fast_coverage_equals_the_supersampled_reference():
+    """The edge-only supersampling equals common.coverage bit for bit on the shapes the illusions draw."""
+    from tasks.stimuli.mindset.common import coverage, disc, segment
+    from tasks.stimuli.mindset.illusions_raster import fast_coverage
+    from tasks.stimuli.mindset.illusions_size import annular_sector
+
+    rng = np.random.default_rng(0)
+    shapes = []
+    for _ in range(150):
+        p, q = rng.uniform(-20, 244, 2), rng.uniform(-20, 244, 2)
+        shapes.append(segment(p, q, rng.uniform(1.0, 6.0), ("butt", "round", "square")[rng.integers(3)]))
+        shapes.append(disc(*rng.uniform(-10, 234, 2), rng.uniform(0.8, 80)))
+        R = rng.uniform(10, 100)
+        shapes.append(annular_sector(*rng.uniform(0, 224, 2), R, R * rng.uniform(0.05, 0.95), rng.uniform(10, 180),
+                                     rng.uniform(0, 360)))
+    for s in shapes:
+        for size in (224, (150, 260)):
+            a, oa = coverage(s, size)
+            b, ob = fast_coverage(s, size)
+            assert oa == ob and a.dtype == b.dtype
+            np.testing.assert_array_equal(a, b)

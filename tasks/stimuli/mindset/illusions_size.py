@@ -19,8 +19,9 @@ import math
 import numpy as np
 
 from ..registry import ConfigError, Item, field
-from .common import (MindsetConfig, Shape, background_params, background_rgb, check_order, check_rgb, disc, item_rng,
-                     new_canvas, paint, register_mindset, segment, to_uint8)
+from .common import (MindsetConfig, Shape, background_params, background_rgb, check_rgb, disc, item_rng, new_canvas,
+                     register_mindset, segment, to_uint8)
+from .illusions_raster import paint_fast as paint
 
 RED, BLUE, WHITE = (255, 0, 0), (0, 0, 255), (255, 255, 255)
 
@@ -385,8 +386,8 @@ def annular_sector(cx: float, cy: float, r_outer: float, r_inner: float, span_de
         d = np.sqrt(d2)
         return (d2 <= r_outer * r_outer) & (d2 >= r_inner * r_inner) & (dx * ux + dy * uy >= cos_half * d)
 
-    R = r_outer
-    return Shape((cx - R, cy - R, cx + R, cy + R), inside)
+    return Shape(tuple(float(v) for v in _jastrow_bbox(cx, cy, r_outer, r_inner, span_deg, rotation_deg, pad=1.0)),
+                 inside)
 
 
 def annular_sector_area(r_outer: float, r_inner: float, span_deg: float) -> float:
@@ -426,12 +427,14 @@ class JastrowConfig(MindsetConfig):
                               f"{self.min_size_difference}; widen it or lower the difference")
 
 
-def _jastrow_bbox(cx, cy, R, r, span, rot):
-    """Tight bounding box (x0, y0, x1, y1) of an annular sector, from dense boundary samples."""
+def _jastrow_bbox(cx, cy, R, r, span, rot, pad: float = 0.0):
+    """Bounding box (x0, y0, x1, y1) of an annular sector from 64 samples of each arc, widened by ``pad``
+    px (samples 1.4° apart on an arc of radius R miss its extreme by at most R·(1 − cos 0.7°) < 0.01 R)."""
     a = np.radians(rot + np.linspace(-span / 2, span / 2, 64))
     xs = np.concatenate([cx + R * np.sin(a), cx + r * np.sin(a)])
     ys = np.concatenate([cy - R * np.cos(a), cy - r * np.cos(a)])
-    return xs.min(), ys.min(), xs.max(), ys.max()
+    pad = pad + 0.01 * R
+    return xs.min() - pad, ys.min() - pad, xs.max() + pad, ys.max() + pad
 
 
 def jastrow_items(cfg: JastrowConfig, seed: int):
