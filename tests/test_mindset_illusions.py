@@ -233,3 +233,77 @@ def test_fast_coverage_equals_the_supersampled_reference():
             b, ob = fast_coverage(s, size)
             assert oa == ob and a.dtype == b.dtype
             np.testing.assert_array_equal(a, b)
+
+
+# ---------------------------------------------------------------------------------------------- lightness
+def _arrow_ok(img, r):
+    """The marker is drawn just above the target pixel: white pixels in the 5 rows above it."""
+    above = img[max(r.target_y - 5, 0):r.target_y, r.target_x]
+    assert above.max() >= 200, r.item_id
+
+
+def test_grayscale_shapes_target_pixel_value(lite):
+    out, df = lite("grayscale_shapes")
+    assert len(df) == 6 and df.target_value.between(0, 255).all()
+    for r in df.itertuples():
+        img = _img(out, r)
+        y, x = r.target_y, r.target_x
+        assert (img[y, x] == r.target_value).all(), r.item_id
+        # a clean label: the target's 3 x 3 neighbourhood (below the arrow tip) is one grey
+        assert (img[y:y + 2, x - 1:x + 2] == r.target_value).all()
+        _arrow_ok(img, r)
+    assert df.target_value.nunique() > 1
+
+
+def test_lightness_contrast_target_values_and_matched_sets(lite):
+    out, df = lite("lightness_contrast")
+    assert sorted(set(df.condition)) == ["background_000", "background_120", "background_240"]
+    for r in df.itertuples():
+        img = _img(out, r)
+        want = r.square_grey if r.target_on_square else r.background_grey
+        assert r.target_value == want and (img[r.target_y, r.target_x] == want).all()
+        _arrow_ok(img, r)
+    assert df.target_on_square.any() and (~df.target_on_square).any()
+    # one background, the arrow moved: the images are identical outside the two arrows' boxes
+    g = df[df.condition == "background_120"]
+    a, b = (_img(out, r) for r in list(g.itertuples())[:2])
+    ra, rb = list(g.itertuples())[:2]
+    mask = np.ones(a.shape[:2], bool)
+    for r in (ra, rb):
+        mask[r.target_y - 13:r.target_y + 1, r.target_x - 4:r.target_x + 5] = False
+    assert (a[mask] == b[mask]).all() and (a[~mask] != b[~mask]).any()
+
+
+def test_adelson_targets_equal_and_scene_consistent(lite):
+    from tasks.stimuli.mindset.illusions_lightness import AdelsonScene, check_index_map, render_adelson, target_checks
+
+    out, df = lite("adelson_checker_shadow")
+    assert {"target_a", "target_b"} <= set(df.condition)
+    r0 = df.iloc[0]
+    assert r0.patch_a_value == r0.patch_b_value  # recorded equal ...
+    for r in df.itertuples():
+        img = _img(out, r)
+        assert (img[r.target_y, r.target_x] == r.target_value).all()
+        if r.condition in ("target_a", "target_b"):
+            assert r.target_value == r.patch_a_value  # ... and measured equal at the arrow
+        _arrow_ok(img, r)
+    # the whole interior of both checks (away from antialiased edges): one value, the same for A and B, while
+    # the lit light checks are brighter and the shadowed dark checks darker
+    sc = AdelsonScene()
+    a, b = target_checks(sc)
+    ck = check_index_map(sc, 224)
+    base = _img(out, df[df.condition == "background"].iloc[0])[..., 0]
+    from scipy import ndimage
+
+    def interior(q):
+        return ndimage.binary_erosion(ck == q[0] * sc.n + q[1], iterations=2)
+
+    va, vb = base[interior(a)], base[interior(b)]
+    assert len(va) > 30 and len(vb) > 30
+    assert va.min() == va.max() == vb.min() == vb.max() == r0.patch_a_value
+    img, lab = render_adelson(sc, 224, 0, 3)
+    lit_light = base[ndimage.binary_erosion(lab == 1, iterations=2)]
+    dark_shadow = base[ndimage.binary_erosion(lab == 4, iterations=2)]
+    assert lit_light.min() > va[0] > dark_shadow.max()
+    # the targets are what their names say: B a light check in the cylinder's shadow, A a dark check in light
+    assert (a[0] + a[1]) % 2 == 1 and (b[0] + b[1]) % 2 == 0
