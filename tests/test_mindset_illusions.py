@@ -307,3 +307,50 @@ def test_adelson_targets_equal_and_scene_consistent(lite):
     assert lit_light.min() > va[0] > dark_shadow.max()
     # the targets are what their names say: B a light check in the cylinder's shadow, A a dark check in light
     assert (a[0] + a[1]) % 2 == 1 and (b[0] + b[1]) % 2 == 0
+
+
+# ---------------------------------------------------------------------------------------------- Thatcher
+def _sets(out, df):
+    for sid, g in df.groupby("set_id"):
+        assert len(g) == 4 and set(g.condition) == {"upright", "inverted", "thatcherized_upright",
+                                                    "thatcherized_inverted"}
+        yield g, {r.condition: _img(out, r) for r in g.itertuples()}
+
+
+def test_thatcher_faces_regions_rotated_exactly(lite):
+    out, df = lite("thatcher_faces")
+    blend = 5
+    for g, im in _sets(out, df):
+        r = g.iloc[0]
+        up, th = im["upright"], im["thatcherized_upright"]
+        np.testing.assert_array_equal(im["inverted"], up[::-1, ::-1])  # inversion: the whole canvas, exactly
+        np.testing.assert_array_equal(im["thatcherized_inverted"], th[::-1, ::-1])
+        outside = np.ones(up.shape[:2], bool)
+        for name in ("left_eye", "right_eye", "mouth"):
+            x0, y0, x1, y1 = (int(r[f"{name}_{c}"]) for c in ("x0", "y0", "x1", "y1"))
+            outside[y0:y1, x0:x1] = False
+            # the region's interior is the upright region turned by 180 degrees, pixel for pixel ...
+            a, b = th[y0 + blend:y1 - blend, x0 + blend:x1 - blend], up[y0:y1, x0:x1][::-1, ::-1][blend:-blend, blend:-blend]
+            np.testing.assert_array_equal(a, b)
+            # ... and the feature is not symmetric, so that is a real change
+            assert np.abs(th[y0:y1, x0:x1] - up[y0:y1, x0:x1]).mean() > 5
+        np.testing.assert_array_equal(th[outside], up[outside])  # identical outside the regions
+
+
+def test_thatcher_words_letters_rotated_exactly(lite):
+    out, df = lite("thatcher_words")
+    for g, im in _sets(out, df):
+        r = g[g.condition == "thatcherized_upright"].iloc[0]
+        up, th = im["upright"], im["thatcherized_upright"]
+        np.testing.assert_array_equal(im["inverted"], up[::-1, ::-1])
+        np.testing.assert_array_equal(im["thatcherized_inverted"], th[::-1, ::-1])
+        assert len(r.rotated_letters) == 2 and not set(r.rotated_letters) & set("HINOSXZ")
+        outside = np.ones(up.shape[:2], bool)
+        for n in range(2):
+            x0, y0, x1, y1 = (int(r[f"rotated{n}_{c}"]) for c in ("x0", "y0", "x1", "y1"))
+            outside[y0:y1, x0:x1] = False
+            np.testing.assert_array_equal(th[y0:y1, x0:x1], up[y0:y1, x0:x1][::-1, ::-1])
+            assert (th[y0:y1, x0:x1] != up[y0:y1, x0:x1]).any()
+        np.testing.assert_array_equal(th[outside], up[outside])
+        assert up.max() == 255 and up[outside].max() == 255  # the other letters are there
+    assert df.font.nunique() >= 2
