@@ -354,3 +354,63 @@ def test_thatcher_words_letters_rotated_exactly(lite):
         np.testing.assert_array_equal(th[outside], up[outside])
         assert up.max() == 255 and up[outside].max() == 255  # the other letters are there
     assert df.font.nunique() >= 2
+
+
+# ---------------------------------------------------------------------------------------------- contract
+@pytest.mark.parametrize("name", ILLUSIONS)
+def test_schema_presets_and_worker_independence(name, lite, tmp_path):
+    """Every illusion: the shared schema holds for its lite preset, its paper preset has the original's
+    counts, and 1 and 2 workers write byte-identical images and tables."""
+    from tasks.stimuli import GENERATORS
+    from tasks.stimuli.registry import make_config
+
+    out, df = lite(name)
+    assert schema_problems(out, f"mindset/{name}") == []
+    gen = GENERATORS[f"mindset/{name}"]
+    n_paper = sum(1 for _ in gen.items(make_config(gen, {"preset": "paper"}), 0))
+    assert n_paper == PAPER_COUNTS[name], (name, n_paper)
+    two = write_dataset(f"mindset/{name}", tmp_path / "w2", {"preset": "lite"}, seed=3, workers=2, shard_size=4,
+                        progress=False)
+    assert json.loads((two / "manifest.json").read_text())["sha256"] == \
+        json.loads((out / "manifest.json").read_text())["sha256"]
+    assert (two / "annotations.parquet").read_bytes() == (out / "annotations.parquet").read_bytes()
+
+
+# the original's image counts (mindset-catalogue.md); Adelson: the 5-px arrow grid where the whole arrow fits
+# (42 rows x 44 columns; the original's 44 x 44 = 1,936 let the arrow leave the canvas) plus the two targets' centres
+PAPER_COUNTS = {"muller_lyer": 6000, "ponzo": 6000, "ebbinghaus": 5100, "jastrow": 2300, "tilt": 3000,
+                "grayscale_shapes": 5000, "lightness_contrast": 637, "adelson_checker_shadow": 42 * 44 + 2,
+                "thatcher_faces": 400, "thatcher_words": 2000}
+
+
+@pytest.mark.parametrize("name, params, message", [
+    ("muller_lyer", {"line_length": [0.5, 0.2]}, r"line_length=\[0.5, 0.2\]: must be \[min, max\]"),
+    ("muller_lyer", {"fin_angle": [10.0, 95.0]}, r"fin_angle=95.0 is out of range \[5.0, 85.0\]"),
+    ("muller_lyer", {"line_length": [0.3, 0.9], "fin_length": [0.1, 0.4]}, "does not fit"),
+    ("ponzo", {"num_rail_lines": -1}, r"num_rail_lines=-1 is out of range \[0, 50\]"),
+    ("ebbinghaus", {"big_flanker_size": [0.2, 0.45]}, "leaves the canvas"),
+    ("jastrow", {"arc_span": [10.0, 200.0]}, r"arc_span=200.0 is out of range \[10.0, 180.0\]"),
+    ("tilt", {"frequency": [5.0, 80.0]}, "aliases"),
+    ("lightness_contrast", {"background": "random_uniform"}, "sweeps the background grey"),
+    ("adelson_checker_shadow", {"rays_per_pixel_side": 2}, "rays_per_pixel_side=2 is not allowed; allowed values: 1, 3"),
+    ("thatcher_words", {"fonts": ["Arial"]}, "fonts='Arial' is not allowed"),
+    ("thatcher_words", {"num_words": 5000}, "the word list has only"),
+    ("thatcher_faces", {"colour": 3}, r"unknown parameter\(s\) \['colour'\]"),
+])
+def test_bad_input_fails_before_writing(name, params, message, tmp_path):
+    with pytest.raises(ConfigError, match=message):
+        write_dataset(f"mindset/{name}", tmp_path / "x", params, progress=False)
+    assert not (tmp_path / "x").exists()
+
+
+def test_cli_generates_an_illusion_and_reports_bad_input(tmp_path):
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "tasks.generate", "dataset=mindset/ebbinghaus", f"out={tmp_path / 'e'}",
+                        "preset=lite", "n_scrambled=1"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert len(pd.read_parquet(tmp_path / "e" / "annotations.parquet")) == 1 + 2 * 4
+    r = subprocess.run([sys.executable, "-m", "tasks.generate", "dataset=mindset/tilt", f"out={tmp_path / 't'}",
+                        "radius=[0.5,0.1]"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and "radius=[0.5, 0.1]" in r.stderr and "Traceback" not in r.stderr
