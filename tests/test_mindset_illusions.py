@@ -235,6 +235,30 @@ def test_fast_coverage_equals_the_supersampled_reference():
             np.testing.assert_array_equal(a, b)
 
 
+def test_distance_banded_coverage_equals_the_reference():
+    """Strokes and discs supersampled only within 0.6 px of their outline: the same pixels as common.coverage,
+    for every cap, thin and thick, short and long, partly off the canvas."""
+    from tasks.stimuli.mindset.common import coverage, disc, segment
+    from tasks.stimuli.mindset.illusions_raster import disc_coverage, segment_coverage
+
+    rng = np.random.default_rng(1)
+    for _ in range(300):
+        p, q = rng.uniform(-20, 244, 2), rng.uniform(-20, 244, 2)
+        if rng.uniform() < 0.3:
+            q = p + rng.uniform(-3, 3, 2)  # short ones too
+        w = rng.uniform(0.3, 8.0)
+        for cap in ("butt", "round", "square"):
+            a, oa = coverage(segment(p, q, w, cap), 224)
+            b, ob = segment_coverage(p, q, w, cap, 224)
+            assert oa == ob
+            np.testing.assert_array_equal(a, b)
+        c, r = rng.uniform(-10, 234, 2), rng.uniform(0.2, 90)
+        a, oa = coverage(disc(*c, r), (200, 224))
+        b, ob = disc_coverage(*c, r, (200, 224))
+        assert oa == ob
+        np.testing.assert_array_equal(a, b)
+
+
 # ---------------------------------------------------------------------------------------------- lightness
 def _arrow_ok(img, r):
     """The marker is drawn just above the target pixel: white pixels in the 5 rows above it."""

@@ -121,18 +121,24 @@ def _shape_outline(kind: str, cx: float, cy: float, r: float, rot: float, rng) -
 
 
 def grayscale_shapes_items(cfg: GrayscaleShapesConfig, seed: int):
-    S = cfg.canvas_size
     for k in range(cfg.num_samples):
         rng = item_rng(seed, "shapes", k)
-        shapes = []
-        for _ in range(cfg.num_shapes):
-            kind = SHAPE_TYPES[int(rng.integers(len(SHAPE_TYPES)))]
-            cx, cy = rng.uniform(0, S, 2)
-            r = float(rng.uniform(*cfg.shape_size)) * S
-            shapes.append((int(rng.integers(0, 256)), _shape_outline(kind, cx, cy, r, rng.uniform(0, 2 * np.pi), rng)))
-        yield Item("shapes", f"shapes_{k:05d}", {"num_shapes": cfg.num_shapes, "_shapes": tuple(shapes),
-                                                 "_target_seed": int(rng.integers(2**63)),
+        # the shapes and the target are drawn at render time from this image's own generator (keeps the
+        # serial items pass cheap); the background colour here, so it is a column
+        yield Item("shapes", f"shapes_{k:05d}", {"num_shapes": cfg.num_shapes, "_seed": int(seed), "_k": k,
                                                  **background_params(cfg, rng)})
+
+
+def random_shapes(cfg: GrayscaleShapesConfig, rng: np.random.Generator) -> list[tuple[int, np.ndarray]]:
+    """(grey, polygon [N, 2]) of each shape, in drawing order."""
+    S = cfg.canvas_size
+    shapes = []
+    for _ in range(cfg.num_shapes):
+        kind = SHAPE_TYPES[int(rng.integers(len(SHAPE_TYPES)))]
+        cx, cy = rng.uniform(0, S, 2)
+        r = float(rng.uniform(*cfg.shape_size)) * S
+        shapes.append((int(rng.integers(0, 256)), _shape_outline(kind, cx, cy, r, rng.uniform(0, 2 * np.pi), rng)))
+    return shapes
 
 
 def _uniform_interior(grey: np.ndarray) -> np.ndarray:
@@ -154,7 +160,8 @@ def grayscale_shapes_render(cfg: GrayscaleShapesConfig, item: Item):
     p = item.params
     im = Image.new("RGB", (S * k, S * k), background_rgb(p))
     draw = ImageDraw.Draw(im)
-    for g, pts in p["_shapes"]:
+    rng = item_rng(p["_seed"], "shapes_render", p["_k"])
+    for g, pts in random_shapes(cfg, rng):
         draw.polygon([(float(x) * k, float(y) * k) for x, y in pts], fill=(g, g, g))
     if k > 1:
         im = im.resize((S, S), Image.Resampling.BOX)
@@ -169,7 +176,7 @@ def grayscale_shapes_render(cfg: GrayscaleShapesConfig, item: Item):
         from ..writer import SkipItem
 
         raise SkipItem("no pixel with a uniform 3 × 3 neighbourhood and room for the marker")
-    idx = int(cand[np.random.default_rng(p["_target_seed"]).integers(len(cand))])
+    idx = int(cand[rng.integers(len(cand))])
     ty, tx = divmod(idx, S)
     value = int(arr[ty, tx, 0])
     img = arr.astype(np.float32)

@@ -19,8 +19,9 @@ import math
 import numpy as np
 
 from ..registry import ConfigError, Item, field
-from .common import (MindsetConfig, Shape, background_params, background_rgb, check_rgb, disc, item_rng, new_canvas,
-                     register_mindset, segment, to_uint8)
+from .common import (MindsetConfig, Shape, background_params, background_rgb, check_rgb, item_rng, new_canvas,
+                     register_mindset, to_uint8)
+from .illusions_raster import paint_disc, paint_segment
 from .illusions_raster import paint_fast as paint
 
 RED, BLUE, WHITE = (255, 0, 0), (0, 0, 255), (255, 255, 255)
@@ -88,6 +89,33 @@ def _segment_far(p, q, box, gap) -> bool:
     return bool((np.hypot(dx, dy) >= gap).all())
 
 
+def scrambled_fins(cfg: MullerLyerConfig, p: dict, rng: np.random.Generator):
+    """The same four fins, detached: each at a random place and orientation, clear of the line (>= 4 widths
+    + 4 px) and of each other, so the line is the only horizontal stroke a decoder can measure."""
+    S = cfg.canvas_size
+    m = cfg.margin * S
+    fl = p["fin_length"]
+    box = (p["line_x0"], p["line_y"], p["line_x1"], p["line_y"])
+    fins, tries = [], 0
+    while len(fins) < 4:
+        tries += 1
+        if tries > 100_000:
+            raise RuntimeError(f"mindset/muller_lyer: cannot place 4 detached fins of {fl:.0f} px around a "
+                               f"{p['line_length']:.0f} px line on a {S} px canvas; lower fin_length")
+        th = rng.uniform(0, 2 * math.pi)
+        px, py = rng.uniform(m, S - m, 2)
+        q = (px + fl * math.cos(th), py + fl * math.sin(th))
+        if not (m <= q[0] <= S - m and m <= q[1] <= S - m):
+            continue
+        if not _segment_far((px, py), q, box, 4 * cfg.line_width + 4):
+            continue
+        if any(not _segment_far((px, py), q, (min(a[0], b[0]), min(a[1], b[1]), max(a[0], b[0]), max(a[1], b[1])),
+                                2 * cfg.line_width) for a, b in fins):
+            continue
+        fins.append(((float(px), float(py)), (float(q[0]), float(q[1]))))
+    return fins
+
+
 def muller_lyer_items(cfg: MullerLyerConfig, seed: int):
     S = cfg.canvas_size
     m = cfg.margin * S
@@ -104,30 +132,9 @@ def muller_lyer_items(cfg: MullerLyerConfig, seed: int):
             x0, x1 = cx - L / 2, cx + L / 2
             params = {"line_length": L, "line_length_norm": L / S, "line_x0": x0, "line_x1": x1, "line_y": cy,
                       "fin_length": fl, "fin_angle": ang, "fin_direction": cond}
-            if cond == "scrambled":
-                # the same four fins, detached: each at a random place and orientation, clear of the line and
-                # of each other (the line is the only horizontal stroke a decoder can measure)
-                box = (x0, cy, x1, cy)
-                fins, tries = [], 0
-                while len(fins) < 4:
-                    tries += 1
-                    if tries > 10_000:
-                        raise ConfigError(f"mindset/muller_lyer: cannot place 4 detached fins of {fl:.0f} px "
-                                          f"around a {L:.0f} px line on a {S} px canvas; lower fin_length")
-                    th = rng.uniform(0, 2 * math.pi)
-                    px, py = rng.uniform(m, S - m, 2)
-                    q = (px + fl * math.cos(th), py + fl * math.sin(th))
-                    if not (m <= q[0] <= S - m and m <= q[1] <= S - m):
-                        continue
-                    if not _segment_far((px, py), q, box, 4 * cfg.line_width + 4):
-                        continue
-                    if any(not _segment_far((px, py), q, (min(a[0], b[0]), min(a[1], b[1]), max(a[0], b[0]),
-                                                          max(a[1], b[1])), 2 * cfg.line_width) for a, b in fins):
-                        continue
-                    fins.append(((float(px), float(py)), (float(q[0]), float(q[1]))))
-                params["_fins"] = tuple(fins)
-            else:
-                params["_fins"] = tuple(fin_segments(x0, x1, cy, fl, ang, cond))
+            # the scrambled fins are placed at render time (a rejection loop: kept out of the serial items pass),
+            # from their own generator
+            params["_seed"], params["_k"] = int(seed), k
             params.update(background_params(cfg, rng))
             yield Item(cond, f"{cond}_{k:05d}", params)
 
@@ -136,11 +143,15 @@ def muller_lyer_render(cfg: MullerLyerConfig, item: Item):
     p = item.params
     img = new_canvas(cfg.canvas_size, background_rgb(p))
     w = cfg.line_width
-    paint(img, segment((p["line_x0"], p["line_y"]), (p["line_x1"], p["line_y"]), w, "butt"), cfg.line_color,
+    paint_segment(img, (p["line_x0"], p["line_y"]), (p["line_x1"], p["line_y"]), w, "butt", cfg.line_color,
           cfg.antialias)
-    for a, b in p["_fins"]:
+    if item.condition == "scrambled":
+        fins = scrambled_fins(cfg, p, item_rng(p["_seed"], "scrambled_fins", p["_k"]))
+    else:
+        fins = fin_segments(p["line_x0"], p["line_x1"], p["line_y"], p["fin_length"], p["fin_angle"], item.condition)
+    for a, b in fins:
         # round caps: the fins meet the line without a notch at the vertex (the vertex is the line's end)
-        paint(img, segment(a, b, w, "round"), cfg.line_color, cfg.antialias)
+        paint_segment(img, a, b, w, "round", cfg.line_color, cfg.antialias)
     return to_uint8(img), {}
 
 
@@ -187,6 +198,50 @@ def _two_lengths(rng, cfg: PonzoConfig, S: int) -> tuple[float, float]:
             return float(a) * S, float(b) * S
 
 
+def ponzo_context(cfg: PonzoConfig, cond: str, p: dict, rng: np.random.Generator):
+    """The white segments: two rails converging upward (half width ``track_half_width_top`` at the top target,
+    growing by tan(rail_angle) per px downward, cut at their meeting point or the canvas) and
+    ``num_rail_lines`` sleepers across the track at random heights clear of the targets; scrambled: the same
+    segments (lengths kept), each moved to a random place and orientation clear of the targets. Drawn at render
+    time from their own generator (rejection loops stay out of the serial items pass)."""
+    S, w = cfg.canvas_size, cfg.line_width
+    cx, y_top, y_bottom, h_top = S / 2, p["top_y"], p["bottom_y"], p["track_half_width_top"]
+    t = math.tan(math.radians(p["rail_angle"]))
+    apex = y_top - h_top / t  # where the rails would meet
+    y0, y1 = max(apex, 0.02 * S), 0.98 * S
+    rails = [((cx - (h_top + (y0 - y_top) * t), y0), (cx - (h_top + (y1 - y_top) * t), y1)),
+             ((cx + (h_top + (y0 - y_top) * t), y0), (cx + (h_top + (y1 - y_top) * t), y1))]
+    sleepers = []
+    for _ in range(cfg.num_rail_lines):
+        for _try in range(1000):
+            ys = float(rng.uniform(max(y0, 0.05 * S) + w, y1 - w))
+            if min(abs(ys - y_top), abs(ys - y_bottom)) > 3 * w + 2 and all(abs(ys - q[0][1]) > 2 * w for q in sleepers):
+                break
+        half = h_top + (ys - y_top) * t + 0.03 * S
+        sleepers.append(((cx - half, ys), (cx + half, ys)))
+    context = rails + sleepers
+    if cond != "scrambled":
+        return context
+    boxes = [(cx - p["top_length"] / 2, y_top, cx + p["top_length"] / 2, y_top),
+             (cx - p["bottom_length"] / 2, y_bottom, cx + p["bottom_length"] / 2, y_bottom)]
+    moved = []
+    for a, b in context:
+        L = math.dist(a, b)
+        for _try in range(100_000):
+            th = rng.uniform(0, math.pi)
+            dx, dy = L / 2 * math.cos(th), L / 2 * math.sin(th)
+            px = rng.uniform(abs(dx), S - abs(dx)) if 2 * abs(dx) < S else S / 2
+            py = rng.uniform(abs(dy), S - abs(dy)) if 2 * abs(dy) < S else S / 2
+            q0, q1 = (px - dx, py - dy), (px + dx, py + dy)
+            if all(_segment_far(q0, q1, bx, 3 * w + 2) for bx in boxes):
+                break
+        else:
+            raise RuntimeError(f"mindset/ponzo: cannot scramble a {L:.0f} px segment clear of the targets; lower "
+                               "target_length or num_rail_lines")
+        moved.append(((float(q0[0]), float(q0[1])), (float(q1[0]), float(q1[1]))))
+    return moved
+
+
 def ponzo_items(cfg: PonzoConfig, seed: int):
     S = cfg.canvas_size
     w = cfg.line_width
@@ -203,64 +258,25 @@ def ponzo_items(cfg: PonzoConfig, seed: int):
             # target centres on whole pixels: the 2-px lines cover whole rows (measured back exactly)
             y_top = float(round(rng.uniform(0.25, 0.38) * S))
             y_bottom = float(round(rng.uniform(0.62, 0.75) * S))
-            cx = S / 2
             phi = _uniform(rng, cfg.rail_angle)
-            t = math.tan(math.radians(phi))
             # the track's half width at the top target: the longer of the two lines fits, with a small gap
             h_top = max(top_len, bottom_len) / 2 + float(rng.uniform(2, 0.04 * S)) + w
-            apex = y_top - h_top / t  # where the rails would meet
-            y0 = max(apex, 0.02 * S)
-            y1 = 0.98 * S
-            rails = [((cx - (h_top + (y0 - y_top) * t), y0), (cx - (h_top + (y1 - y_top) * t), y1)),
-                     ((cx + (h_top + (y0 - y_top) * t), y0), (cx + (h_top + (y1 - y_top) * t), y1))]
-            # sleepers: horizontal segments across the track at random heights, clear of the targets
-            sleepers = []
-            for _ in range(cfg.num_rail_lines):
-                for _try in range(1000):
-                    ys = float(rng.uniform(max(y0, 0.05 * S) + w, y1 - w))
-                    if min(abs(ys - y_top), abs(ys - y_bottom)) > 3 * w + 2 and \
-                            all(abs(ys - s[0][1]) > 2 * w for s in sleepers):
-                        break
-                half = h_top + (ys - y_top) * t + 0.03 * S
-                sleepers.append(((cx - half, ys), (cx + half, ys)))
-            context = rails + sleepers
-            if cond == "scrambled":
-                # the same segments (lengths kept), each moved to a random place and orientation, away from
-                # the two target lines
-                boxes = [(cx - top_len / 2, y_top, cx + top_len / 2, y_top),
-                         (cx - bottom_len / 2, y_bottom, cx + bottom_len / 2, y_bottom)]
-                moved = []
-                for a, b in context:
-                    L = math.dist(a, b)
-                    for _try in range(10_000):
-                        th = rng.uniform(0, math.pi)
-                        dx, dy = L / 2 * math.cos(th), L / 2 * math.sin(th)
-                        px = rng.uniform(abs(dx), S - abs(dx)) if 2 * abs(dx) < S else S / 2
-                        py = rng.uniform(abs(dy), S - abs(dy)) if 2 * abs(dy) < S else S / 2
-                        p, q = (px - dx, py - dy), (px + dx, py + dy)
-                        if all(_segment_far(p, q, bx, 3 * w + 2) for bx in boxes):
-                            break
-                    else:
-                        raise ConfigError(f"mindset/ponzo: cannot scramble a {L:.0f} px segment clear of the "
-                                          "targets; lower target_length or num_rail_lines")
-                    moved.append(((float(p[0]), float(p[1])), (float(q[0]), float(q[1]))))
-                context = moved
             yield Item(cond, f"{cond}_{k:05d}", {
                 "red_length": red, "blue_length": blue, "red_length_norm": red / S, "blue_length_norm": blue / S,
                 "top_color": "red" if red_on_top else "blue", "top_length": top_len, "bottom_length": bottom_len,
                 "top_y": y_top, "bottom_y": y_bottom, "rail_angle": phi, "num_rail_lines": cfg.num_rail_lines,
-                "_context": tuple(context), **background_params(cfg, rng)})
+                "track_half_width_top": h_top, "_seed": int(seed), "_k": k, **background_params(cfg, rng)})
 
 
 def ponzo_render(cfg: PonzoConfig, item: Item):
     p = item.params
     S = cfg.canvas_size
     img = new_canvas(S, background_rgb(p))
-    for a, b in p["_context"]:
-        paint(img, segment(a, b, cfg.line_width, "butt"), cfg.context_color, cfg.antialias)
+    for a, b in ponzo_context(cfg, item.condition, p, item_rng(p["_seed"], "ponzo_context", item.condition, p["_k"])):
+        paint_segment(img, a, b, cfg.line_width, "butt", cfg.context_color, cfg.antialias)
     top, bottom = (RED, BLUE) if p["top_color"] == "red" else (BLUE, RED)
     for y, L, col in ((p["top_y"], p["top_length"], top), (p["bottom_y"], p["bottom_length"], bottom)):
-        paint(img, segment((S / 2 - L / 2, y), (S / 2 + L / 2, y), cfg.line_width, "butt"), col, cfg.antialias)
+        paint_segment(img, (S / 2 - L / 2, y), (S / 2 + L / 2, y), cfg.line_width, "butt", col, cfg.antialias)
     return to_uint8(img), {}
 
 
@@ -354,8 +370,8 @@ def ebbinghaus_render(cfg: EbbinghausConfig, item: Item):
     S = cfg.canvas_size
     img = new_canvas(S, background_rgb(p))
     for x, y, r in p["_circles"]:
-        paint(img, disc(x, y, r), cfg.flanker_color, cfg.antialias)
-    paint(img, disc(S / 2, S / 2, p["center_diameter"] / 2), cfg.center_color, cfg.antialias)
+        paint_disc(img, x, y, r, cfg.flanker_color, cfg.antialias)
+    paint_disc(img, S / 2, S / 2, p["center_diameter"] / 2, cfg.center_color, cfg.antialias)
     return to_uint8(img), {}
 
 

@@ -22,8 +22,8 @@ import math
 import numpy as np
 
 from ..registry import ConfigError, Item, field
-from .common import MindsetConfig, background_params, background_rgb, disc, item_rng, register_mindset, to_uint8
-from .illusions_raster import fast_coverage
+from .common import MindsetConfig, background_params, background_rgb, item_rng, register_mindset, to_uint8
+from .illusions_raster import disc_coverage
 
 CONDITIONS = ("only_center", "only_context", "center_context")
 
@@ -88,7 +88,7 @@ def render(cfg: TiltConfig, item: Item):
     img = np.empty((S, S, 3), np.float32)
     img[:] = np.asarray(background_rgb(p), np.float32)
     inner = np.zeros((S, S), np.float32)
-    cov, (r0, c0) = fast_coverage(disc(S / 2, S / 2, p["radius_px"]), S, cfg.antialias)
+    cov, (r0, c0) = disc_coverage(S / 2, S / 2, p["radius_px"], S, cfg.antialias)
     inner[r0:r0 + cov.shape[0], c0:c0 + cov.shape[1]] = cov
     if item.condition != "only_center":  # the context: everywhere outside the disc
         a = (1 - inner)[:, :, None]
