@@ -191,6 +191,7 @@ class Shape:
 
     bbox: tuple[float, float, float, float]
     inside: Callable[[np.ndarray, np.ndarray], np.ndarray]
+    parts: tuple = ()  # set by :func:`union`: sampled part by part over each part's own box (same result)
 
 
 def disc(cx: float, cy: float, r: float) -> Shape:
@@ -289,7 +290,8 @@ def union(*shapes: Shape) -> Shape:
         return out
 
     b = np.array([s.bbox for s in shapes])
-    return Shape((b[:, 0].min(), b[:, 1].min(), b[:, 2].max(), b[:, 3].max()), inside)
+    flat = tuple(p for s in shapes for p in (s.parts or (s,)))
+    return Shape((b[:, 0].min(), b[:, 1].min(), b[:, 2].max(), b[:, 3].max()), inside, flat)
 
 
 def difference(a: Shape, *minus: Shape) -> Shape:
@@ -329,8 +331,18 @@ def coverage(shape: Shape, size: int | tuple[int, int], antialias: bool = True,
     off = (np.arange(k) + 0.5) / k
     xs = (np.arange(c0, c1)[:, None] + off[None, :]).ravel()
     ys = (np.arange(r0, r1)[:, None] + off[None, :]).ravel()
-    inside = shape.inside(xs[None, :], ys[:, None])
-    inside = np.broadcast_to(inside, (len(ys), len(xs)))
+    if shape.parts:  # a union: each part only over its own box (a polyline of many segments is ~N× faster)
+        inside = np.zeros((len(ys), len(xs)), bool)
+        for part in shape.parts:
+            px0, py0, px1, py1 = part.bbox
+            a0, b0 = max(int(np.floor(px0)), c0), max(int(np.floor(py0)), r0)
+            a1, b1 = min(int(np.floor(px1)) + 1, c1), min(int(np.floor(py1)) + 1, r1)
+            if a1 <= a0 or b1 <= b0:
+                continue
+            sx, sy = slice((a0 - c0) * k, (a1 - c0) * k), slice((b0 - r0) * k, (b1 - r0) * k)
+            inside[sy, sx] |= part.inside(xs[None, sx], ys[sy, None])
+    else:
+        inside = np.broadcast_to(shape.inside(xs[None, :], ys[:, None]), (len(ys), len(xs)))
     cov = inside.reshape(r1 - r0, k, c1 - c0, k).mean(axis=(1, 3), dtype=np.float32)
     return cov, (r0, c0)
 
@@ -489,3 +501,56 @@ def luminance(img: np.ndarray) -> np.ndarray:
     """Mean of R, G, B as float [H, W] (the stimuli are grey; a plain mean keeps values exact)."""
     return np.asarray(img, float).mean(axis=-1) if img.ndim == 3 else np.asarray(img, float)
 
+
+
+# ---------------------------------------------------------------------------------------------- source folders
+def source_images(folder: str, conditions: Sequence[str], field_name: str = "source") -> list[tuple[str, str, str]]:
+    """(condition, stem, path) for every file of ``<folder>/<condition>/`` — the original's asset layout for a
+    user who has its images (e.g. ``kubilius_2017/pngs/{reference,NAP,MP}``). Subfolders match the
+    conditions case-insensitively; files are matched across conditions by name (the stem becomes the
+    ``set_id``). An unreadable or empty folder, or a subfolder that is no condition, is a ConfigError naming
+    the field, the value and what is expected (raised in ``items``, before anything is written)."""
+    from render.files import class_folder_images
+
+    try:
+        files = class_folder_images(folder)
+    except (ValueError, OSError) as e:
+        raise ConfigError(f"{field_name}={folder!r}: {e}") from None
+    by_lower = {c.lower(): c for c in conditions}
+    out, unknown = [], set()
+    for path, sub in files:
+        cond = by_lower.get(sub.lower())
+        if cond is None:
+            unknown.add(sub)
+            continue
+        from pathlib import Path
+
+        out.append((cond, Path(path).stem, path))
+    if unknown:
+        raise ConfigError(f"{field_name}={folder!r}: subfolder(s) {sorted(unknown)} are not conditions of this "
+                          f"dataset; expected {', '.join(conditions)}")
+    if not out:
+        raise ConfigError(f"{field_name}={folder!r}: no image files in <folder>/<condition>/ "
+                          f"(conditions: {', '.join(conditions)})")
+    return sorted(out)
+
+
+def place_image(path: str, canvas_size: int, longest_side: float, bg) -> np.ndarray:
+    """The image at ``path`` (RGB) resized (bicubic, aspect kept) so its longest side is ``longest_side``
+    px and centred on a ``canvas_size`` canvas of colour ``bg`` (the original's ``object_longest_side``
+    handling); raises the writer's ``SkipItem`` for a file that is not a readable image."""
+    from PIL import Image
+
+    from render.files import UnreadableImage, read_image
+
+    from ..writer import SkipItem
+
+    try:
+        im = read_image(path, "RGB")
+    except UnreadableImage as e:
+        raise SkipItem(str(e)) from None
+    s = longest_side / max(im.size)
+    im = im.resize((max(1, round(im.size[0] * s)), max(1, round(im.size[1] * s))), Image.Resampling.BICUBIC)
+    canvas = Image.new("RGB", (canvas_size, canvas_size), tuple(int(v) for v in bg))
+    canvas.paste(im, ((canvas_size - im.size[0]) // 2, (canvas_size - im.size[1]) // 2))
+    return np.asarray(canvas)
