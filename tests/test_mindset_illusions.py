@@ -382,9 +382,10 @@ def test_thatcher_words_letters_rotated_exactly(lite):
 
 # ---------------------------------------------------------------------------------------------- contract
 @pytest.mark.parametrize("name", ILLUSIONS)
-def test_schema_presets_and_worker_independence(name, lite, tmp_path):
-    """Every illusion: the shared schema holds for its lite preset, its paper preset has the original's
-    counts, and 1 and 2 workers write byte-identical images and tables."""
+def test_schema_and_paper_counts(name, lite):
+    """Every illusion: the shared schema holds for its lite preset and its paper preset has the original's
+    counts. (Byte-identity across worker counts and the unknown-key error: test_mindset_common.py, for every
+    MindSet dataset.)"""
     from tasks.stimuli import GENERATORS
     from tasks.stimuli.registry import make_config
 
@@ -393,11 +394,6 @@ def test_schema_presets_and_worker_independence(name, lite, tmp_path):
     gen = GENERATORS[f"mindset/{name}"]
     n_paper = sum(1 for _ in gen.items(make_config(gen, {"preset": "paper"}), 0))
     assert n_paper == PAPER_COUNTS[name], (name, n_paper)
-    two = write_dataset(f"mindset/{name}", tmp_path / "w2", {"preset": "lite"}, seed=3, workers=2, shard_size=4,
-                        progress=False)
-    assert json.loads((two / "manifest.json").read_text())["sha256"] == \
-        json.loads((out / "manifest.json").read_text())["sha256"]
-    assert (two / "annotations.parquet").read_bytes() == (out / "annotations.parquet").read_bytes()
 
 
 # the original's image counts (mindset-catalogue.md); Adelson: the 5-px arrow grid where the whole arrow fits
