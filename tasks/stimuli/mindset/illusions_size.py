@@ -215,7 +215,8 @@ def ponzo_context(cfg: PonzoConfig, cond: str, p: dict, rng: np.random.Generator
     for _ in range(cfg.num_rail_lines):
         for _try in range(1000):
             ys = float(rng.uniform(max(y0, 0.05 * S) + w, y1 - w))
-            if min(abs(ys - y_top), abs(ys - y_bottom)) > 3 * w + 2 and all(abs(ys - q[0][1]) > 2 * w for q in sleepers):
+            clear = min(abs(ys - y_top), abs(ys - y_bottom)) > 3 * w + 2
+            if clear and all(abs(ys - q[0][1]) > max(2 * w, 0.03 * S) for q in sleepers):
                 break
         half = h_top + (ys - y_top) * t + 0.03 * S
         sleepers.append(((cx - half, ys), (cx + half, ys)))
