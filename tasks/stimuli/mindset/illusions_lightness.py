@@ -54,8 +54,8 @@ def arrow_height(size: float) -> int:
 
 
 def draw_arrow(img: np.ndarray, target_x: int, target_y: int, size: float, antialias: bool) -> None:
-    """Paint the marker on a float canvas (in place); the target pixel itself is never touched."""
-    paint(img, polygon(arrow_points(target_x, target_y, size)), (ARROW_GREY,) * 3, antialias)
+    """Paint the marker on a float canvas [H, W, C] (in place; C = 1 or 3); the target pixel is never touched."""
+    paint(img, polygon(arrow_points(target_x, target_y, size)), (ARROW_GREY,) * img.shape[2], antialias)
 
 
 class _ArrowConfigMixin:
@@ -158,16 +158,22 @@ def grayscale_shapes_render(cfg: GrayscaleShapesConfig, item: Item):
 
     S, k = cfg.canvas_size, 4 if cfg.antialias else 1
     p = item.params
-    im = Image.new("RGB", (S * k, S * k), background_rgb(p))
+    bg = background_rgb(p)
+    grey = len(set(bg)) == 1  # all shapes are grey: one channel is the whole image (3x less to draw and resize)
+    im = Image.new("L" if grey else "RGB", (S * k, S * k), bg[0] if grey else bg)
     draw = ImageDraw.Draw(im)
     rng = item_rng(p["_seed"], "shapes_render", p["_k"])
     for g, pts in random_shapes(cfg, rng):
-        draw.polygon([(float(x) * k, float(y) * k) for x, y in pts], fill=(g, g, g))
+        draw.polygon((pts * k).ravel().tolist(), fill=g if grey else (g, g, g))
     if k > 1:
         im = im.resize((S, S), Image.Resampling.BOX)
     arr = np.asarray(im)
-    # target: uniformly among clean pixels (one grey around them) with room for the marker above
-    ok = _uniform_interior(arr[..., 0].astype(np.int32) * 65536 + arr[..., 1].astype(np.int32) * 256 + arr[..., 2])
+    arr = arr[:, :, None] if grey else arr
+    # target: uniformly among clean pixels (one colour around them) with room for the marker above
+    key = arr[..., 0].astype(np.int32)
+    if not grey:
+        key = key * 65536 + arr[..., 1].astype(np.int32) * 256 + arr[..., 2]
+    ok = _uniform_interior(key)
     ok[:arrow_height(cfg.arrow_size)] = False
     ok[:, :4] = False
     ok[:, -4:] = False
@@ -178,10 +184,17 @@ def grayscale_shapes_render(cfg: GrayscaleShapesConfig, item: Item):
         raise SkipItem("no pixel with a uniform 3 × 3 neighbourhood and room for the marker")
     idx = int(cand[rng.integers(len(cand))])
     ty, tx = divmod(idx, S)
-    value = int(arr[ty, tx, 0])
+    # the colour picker's label: the pixel's grey (on a coloured background, the mean of R, G, B rounded
+    # half up; the channels are columns too)
+    rgb = [int(v) for v in (arr[ty, tx] if not grey else arr[ty, tx].repeat(3))]
+    value = (sum(rgb) * 2 + 3) // 6
     img = arr.astype(np.float32)
     draw_arrow(img, tx, ty, cfg.arrow_size, cfg.antialias)
-    return to_uint8(img), {"target_x": tx, "target_y": ty, "target_value": value}
+    out = to_uint8(img)
+    if grey:
+        out = np.broadcast_to(out, (S, S, 3))
+    return out, {"target_x": tx, "target_y": ty, "target_value": value, "target_r": rgb[0], "target_g": rgb[1],
+                 "target_b": rgb[2]}
 
 
 register_mindset(
