@@ -86,8 +86,8 @@ def main(argv=None) -> int:
     names = sorted(n for n in GENERATORS if n in MINDSET)
     if args.only:
         names = [n for n in names if n.split("/", 1)[1] in args.only]
-    parent = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="vantage-mindset-",
-                                                                    dir="/dev/shm" if os.path.isdir("/dev/shm") else None))
+    ram = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    parent = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="vantage-mindset-", dir=ram))
     parent.mkdir(parents=True, exist_ok=True)
     load0 = os.getloadavg()
     base0 = baseline()

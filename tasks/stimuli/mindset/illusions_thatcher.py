@@ -21,9 +21,9 @@ recorded as columns and the tests check all of this on the PNGs.
   the interior is the exact rotation.
 * ``thatcher_words`` — upper-case words from ``tasks/data/mindset/words-en.txt`` (or random letter strings),
   each letter set separately in one of ten fonts matplotlib ships (DejaVu, STIX: free licences), with a
-  random vertical jitter (up to ``jitter`` × the font size); ``letters_to_rotate`` letters, chosen among those that change under a half turn
-  (not H I N O S X Z), are rotated in their own tight ink box. No blending: the boxes are 2+ px apart, on a
-  uniform background.
+  random vertical jitter (up to ``jitter`` × the font size); ``letters_to_rotate`` letters, chosen among
+  those that change under a half turn (not H I N O S X Z), are rotated in their own tight ink box. No
+  blending: the boxes are 2+ px apart, on a uniform background.
 """
 from __future__ import annotations
 
