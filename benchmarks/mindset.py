@@ -1,0 +1,133 @@
+"""MindSet: Vision, the whole ``paper`` preset of every registered MindSet dataset through the shared writer
+(issue 13: ~40,000 images at 224 px in <= 3 minutes on 2 cores).
+
+    python benchmarks/mindset.py [--workers 2] [--out DIR] [--only NAME ...] [--keep]
+
+Each dataset is written with ``write_dataset(name, out, {"preset": "paper"}, workers=...)`` — items, rendering,
+PNG encoding, shards, table, manifest — into a fresh folder (default: a temporary folder in the RAM file
+system ``/dev/shm`` when there is one, so the kernel's file-creation cost on a shared disk does not drown the
+programs' own speed; ``--out`` to time a disk). Wall time per dataset, images/s, and the total are printed as
+a Markdown table. The worker pool's start-up (fork server, imports) is counted in each dataset's time: it is
+what a user waits for.
+
+The machine may be shared: the load average is printed before and after, and a fixed baseline workload
+(encoding 500 copies of a 224 × 224 grey stimulus with the writer's PNG encoder, one process) is timed at the
+start and at the end, so figures from different runs can be compared as ratios to it.
+
+On a machine busier than its cores, wall time says more about the neighbours than about the code, so each
+dataset's CPU cost is also measured in this process (``time.process_time``: the items pass, then rendering +
+PNG encoding of ``--cpu-sample`` evenly spaced items, scaled to the whole dataset), and the wall time of the
+whole preset on 2 idle cores is projected as Σ items + Σ render / 2 (the items pass is serial, rendering is
+split over the workers; tables and manifests are not counted — under a second per dataset).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+_here = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
+
+
+def baseline() -> float:
+    """Seconds to PNG-encode 500 copies of a fixed 224×224 RGB stimulus (a disc and a grating)."""
+    import numpy as np
+
+    from render.files import png_bytes
+
+    yy, xx = np.mgrid[0:224, 0:224] + 0.5
+    g = 127.5 + 127.5 * np.cos(0.3 * xx)
+    g[(xx - 112) ** 2 + (yy - 112) ** 2 < 50 ** 2] = 200
+    img = np.repeat(g.astype(np.uint8)[:, :, None], 3, axis=2)
+    t = time.perf_counter()
+    for _ in range(500):
+        png_bytes(img)
+    return time.perf_counter() - t
+
+
+def cpu_cost(name: str, sample: int) -> tuple[float, float]:
+    """(CPU s of the items pass, CPU ms per image of render + PNG encoding over ``sample`` evenly spaced
+    items) of dataset ``name``'s paper preset, in this process."""
+    from render.files import png_bytes
+    from tasks.stimuli import GENERATORS
+    from tasks.stimuli.registry import make_config
+
+    gen = GENERATORS[name]
+    cfg = make_config(gen, {"preset": "paper"})
+    t = time.process_time()
+    items = list(gen.items(cfg, 0))
+    items_s = time.process_time() - t
+    chosen = items[:: max(1, len(items) // sample)]
+    for it in chosen[:2]:  # warm caches (fonts, a cached 3D scene) as a worker's first images do
+        gen.render(cfg, it)
+    t = time.process_time()
+    for it in chosen:
+        png_bytes(gen.render(cfg, it)[0])
+    return items_s, 1000 * (time.process_time() - t) / len(chosen)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--out", default=None, help="parent folder for the datasets (default: a temp dir, RAM if any)")
+    ap.add_argument("--only", nargs="*", default=None, help="dataset names (without mindset/) to run")
+    ap.add_argument("--keep", action="store_true", help="keep the generated datasets")
+    ap.add_argument("--cpu-sample", type=int, default=60, help="items per dataset timed for the CPU projection")
+    args = ap.parse_args(argv)
+
+    from tasks.stimuli import GENERATORS, write_dataset
+    from tasks.stimuli.mindset import MINDSET
+
+    names = sorted(n for n in GENERATORS if n in MINDSET)
+    if args.only:
+        names = [n for n in names if n.split("/", 1)[1] in args.only]
+    ram = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    parent = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="vantage-mindset-", dir=ram))
+    parent.mkdir(parents=True, exist_ok=True)
+    load0 = os.getloadavg()
+    base0 = baseline()
+    rows, total_n, t_all = [], 0, time.perf_counter()
+    try:
+        for name in names:
+            out = parent / name.replace("/", "__")
+            t = time.perf_counter()
+            write_dataset(name, out, {"preset": "paper"}, workers=args.workers, overwrite=True, progress=False)
+            dt = time.perf_counter() - t
+            import json
+
+            n = json.loads((out / "manifest.json").read_text())["images"]
+            total_n += n
+            rows.append((name, n, dt))
+            print(f"{name}: {n} images in {dt:.1f} s ({n / dt:.0f} img/s)", file=sys.stderr, flush=True)
+            if not args.keep:
+                shutil.rmtree(out)
+    finally:
+        if not args.keep and not args.out:
+            shutil.rmtree(parent, ignore_errors=True)
+    total = time.perf_counter() - t_all
+    cpu = {name: cpu_cost(name, args.cpu_sample) for name, _, _ in rows}
+    base1 = baseline()
+    load1 = os.getloadavg()
+    print("| dataset | images | wall s | images/s | CPU ms/image (items + render) | projected s, 2 idle cores |\n"
+          "|---|---:|---:|---:|---:|---:|")
+    proj_total = 0.0
+    for name, n, dt in rows:
+        items_s, render_ms = cpu[name]
+        proj = items_s + render_ms * n / 1000 / 2
+        proj_total += proj
+        print(f"| {name} | {n:,} | {dt:.1f} | {n / dt:.0f} | {1000 * items_s / n + render_ms:.1f} | {proj:.1f} |")
+    print(f"| **total** | **{total_n:,}** | **{total:.1f}** | **{total_n / total:.0f}** | | **{proj_total:.0f}** |")
+    print(f"\nworkers={args.workers}; output {'RAM (/dev/shm)' if not args.out else args.out}; "
+          f"load average before {load0[0]:.1f}, after {load1[0]:.1f} (1 min); "
+          f"baseline (500 PNG encodes) {base0:.2f} s before, {base1:.2f} s after; "
+          f"total / mean baseline = {total / ((base0 + base1) / 2):.0f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
