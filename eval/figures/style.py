@@ -78,8 +78,11 @@ def render(fig, fmt: str, dpi: int = DPI) -> bytes:
 def save(fig, folder: str | Path, stem: str) -> dict:
     """Write ``<folder>/<stem>.png`` (``DPI``) and ``<folder>/<stem>.pdf`` (vector, TrueType fonts embedded:
     journals refuse Type 3), each atomically; returns ``{"png": path, "pdf": path, "png_bytes": bytes}``."""
+    import logging
+
     from scenes.files import atomic_write_bytes
 
+    logging.getLogger("fontTools").setLevel(logging.WARNING)  # its subsetter logs every glyph at INFO (Hydra shows INFO)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     png = render(fig, "png")
