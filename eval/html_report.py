@@ -319,8 +319,8 @@ figure{margin:16px 0}figure img{max-width:100%;border:1px solid #eee}figcaption{
 .scroll{max-height:420px;overflow:auto}pre{background:#f7f7f7;padding:8px;font-size:11px;overflow:auto}
 details{margin:6px 0}"""
 
-SORT_JS = """document.querySelectorAll('table.sortable th').forEach(function(th,col){
- th.addEventListener('click',function(){var tb=th.closest('table').tBodies[0],rows=[].slice.call(tb.rows),
+SORT_JS = """document.querySelectorAll('table.sortable th').forEach(function(th){
+ th.addEventListener('click',function(){var col=th.cellIndex,tb=th.closest('table').tBodies[0],rows=[].slice.call(tb.rows),
  asc=!th.classList.contains('asc');th.parentNode.querySelectorAll('th').forEach(function(h){h.className='';});
  th.className=asc?'asc':'desc';rows.sort(function(a,b){var x=a.cells[col].textContent,y=b.cells[col].textContent,
  p=parseFloat(x),q=parseFloat(y),r=(isNaN(p)||isNaN(q))?x.localeCompare(y):p-q;return asc?r:-r;});

@@ -15,6 +15,12 @@ MVH_CATEGORIES = ("airplane", "bear", "bicycle", "bird", "boat", "bottle", "car"
                   "elephant", "keyboard", "knife", "oven", "truck")
 
 
+def _rid(method: str, task: str, model: str, seed: int) -> str:
+    from ..results import run_id
+
+    return run_id(method, task, model, seed, "synthetic")
+
+
 def _trials(observer, kind, task, split, items, labels, correct, seed=0, method="probe", conditions="",
             responses=None, cluster="") -> pd.DataFrame:
     n = len(items)
@@ -26,7 +32,7 @@ def _trials(observer, kind, task, split, items, labels, correct, seed=0, method=
         "split": split, "method": method if kind == "model" else "human", "seed": seed, "item_id": items,
         "condition": conditions, "label": labels, "response": np.asarray(responses).astype(str),
         "score": np.nan if kind == "human" else 0.9, "correct": np.asarray(correct, bool),
-        "run_id": f"{method}__{task}__{observer}__seed{seed}" if kind == "model" else f"human__{observer}",
+        "run_id": _rid(method, task, observer, seed) if kind == "model" else f"human__{observer}",
         "weights": "random:seed=0" if kind == "model" else "", "preprocess": "", "feature": "",
         "method_config": "", "cluster": cluster}, index=range(n))
 
@@ -60,7 +66,8 @@ def threedpc_tables(n_models: int = 6, n_test: int = 200, n_human_items: int = 9
                     else:
                         parts = []
                         for split, n in (("test", n_test), ("human", n_human_items)):
-                            items = [f"images/test/{task[5:]}/{split}/f{k:05d}.png" for k in range(n)]
+                            # the human subset is drawn from the test frames (same files), as in a build
+                            items = [f"images/test/{task[5:]}/f{k:05d}.png" for k in range(n)]
                             parts.append((split, items, rng.integers(0, 2, n).astype(str), rng.random(n) < p))
                     for split, items, labels, correct in parts:
                         frames.append(_trials(m, "model", task, split, items, labels, correct, sd, method))
@@ -71,13 +78,13 @@ def threedpc_tables(n_models: int = 6, n_test: int = 200, n_human_items: int = 9
                                      "balanced_accuracy_ci_low": acc - 0.03, "balanced_accuracy_ci_high": acc + 0.03,
                                      "chance": 0.5, "feature": "pooled", "best_epoch": 3, "epochs_run": 8,
                                      "val_accuracy": acc, "train_seconds": 1.0, "config_digest": "synthetic",
-                                     "run_id": f"{method}__{task}__{m}__seed{sd}", "weights": "random:seed=0",
+                                     "run_id": _rid(method, task, m, sd), "weights": "random:seed=0",
                                      "preprocess": "shorter_side:224", "method_config": "synthetic",
                                      "ci_unit": "items"})
     for h in range(n_humans):
         name = f"subject-{h + 1:02d}"
         for task in ("3dpc/vpt", "3dpc/depth"):
-            items = [f"images/test/{task[5:]}/human/f{k:05d}.png" for k in range(n_human_items)]
+            items = [f"images/test/{task[5:]}/f{k:05d}.png" for k in range(n_human_items)]
             frames.append(_trials(name, "human", task, "human", items, rng.integers(0, 2, n_human_items).astype(str),
                                   rng.random(n_human_items) < 0.85))
         frames.append(_trials(name, "human", "3dpc/vpt_strategy", "strategy", strat_items, strat_labels,
