@@ -126,10 +126,12 @@ def test_strategy_steps_table_and_figure(threedpc):
 
 
 def test_consistency_vs_ceiling():
-    ec = pd.DataFrame({"task": "3dpc/vpt", "observer": ["a", "a", "b", "b", "c", "c"], "human": ["h1", "h2"] * 3,
-                       "kappa": [0.1, 0.3, 0.0, 0.2, 0.5, 0.5]})
+    ec = pd.DataFrame({"task": "3dpc/vpt", "method": "probe", "observer": ["a", "a", "b", "b", "c", "c"],
+                       "human": ["h1", "h2"] * 3, "kappa": [0.1, 0.3, 0.0, 0.2, 0.5, 0.5]})
     k = D.consistency_by_model(ec)
     assert dict(zip(k["observer"], k["kappa"])) == pytest.approx({"a": 0.2, "b": 0.1, "c": 0.5})
+    both = D.consistency_by_model(pd.concat([ec, ec.assign(method="finetune", kappa=0.9)]))
+    assert len(both) == 6 and (both[both["method"] == "finetune"]["kappa"] == 0.9).all()  # methods never pooled
     ceil = pd.DataFrame({"task": ["3dpc/vpt"], "kappa_mean": [0.4], "kappa_std": [0.1], "pairs": [6]})
     fig = T.consistency_vs_ceiling(k, ceil)
     ax = fig.axes[0]

@@ -124,11 +124,13 @@ def strategy_steps(trials: pd.DataFrame, task: str = "3dpc/vpt_strategy", ci: fl
 
 
 def consistency_by_model(ec: pd.DataFrame | None) -> pd.DataFrame:
-    """Mean κ of each model observer with the human observers, per task (over humans and seeds):
-    ``task, observer, kappa, humans``."""
+    """Mean κ of each model observer with the human observers, per task and method (over humans and seeds):
+    ``task, method, observer, kappa, humans`` (``method`` = ``""`` when the table has none)."""
     if ec is None or ec.empty:
-        return pd.DataFrame(columns=["task", "observer", "kappa", "humans"])
-    return ec.groupby(["task", "observer"], as_index=False).agg(kappa=("kappa", "mean"), humans=("human", "nunique"))
+        return pd.DataFrame(columns=["task", "method", "observer", "kappa", "humans"])
+    ec = ec if "method" in ec else ec.assign(method="")
+    return ec.groupby(["task", "method", "observer"], as_index=False).agg(kappa=("kappa", "mean"),
+                                                                          humans=("human", "nunique"))
 
 
 # ----------------------------------------------------------------------------------------- model-vs-human

@@ -136,8 +136,8 @@ def strategy_steps(steps: pd.DataFrame, max_models: int = 6):
 
 def consistency_vs_ceiling(kappa: pd.DataFrame, ceiling: pd.DataFrame | None = None):
     """Per task, each model's mean error consistency κ with the human observers (sorted, one point per model)
-    against the human-human ceiling (mean κ over human pairs, band ± 1 SD) — the 3D-PC paper's Fig. A.3.
-    ``kappa``: ``task, observer, kappa`` (:func:`eval.figures.data.consistency_by_model`); ``ceiling``: the
+    against the human-human ceiling (mean κ over human pairs, band ± 1 SD) — the 3D-PC paper's Fig. A.3; one
+    colour per method (probe, fine-tuning). ``kappa``: ``task, [method,] observer, kappa`` (:func:`eval.figures.data.consistency_by_model`); ``ceiling``: the
     ``human_ceiling`` table of ``eval stats`` (``task, kappa_mean, kappa_std, pairs``)."""
     if kappa.empty:
         raise ValueError("consistency_vs_ceiling: no model-human error consistency")
@@ -147,8 +147,11 @@ def consistency_vs_ceiling(kappa: pd.DataFrame, ceiling: pd.DataFrame | None = N
         for ax, task in zip(axes[0], tasks):
             g = kappa[kappa["task"] == task].sort_values("kappa").reset_index(drop=True)
             x = np.arange(len(g))
-            ax.scatter(x, g["kappa"], s=10, color=colour(0), linewidths=0, label=f"model vs humans (n={len(g)})",
-                       gid="models")
+            methods = sorted(g["method"].unique()) if "method" in g else [""]
+            for i, method in enumerate(methods):
+                sel = (g["method"] == method).to_numpy() if "method" in g else np.ones(len(g), bool)
+                ax.scatter(x[sel], g.loc[sel, "kappa"], s=10, color=colour(i), linewidths=0, gid="models",
+                           label=f"{method or 'model'} vs humans (n={int(sel.sum())})")
             if len(g) <= 12:
                 ax.set_xticks(x, [str(o).split(":")[-1][:18] for o in g["observer"]], rotation=60, ha="right",
                               fontsize=5)
