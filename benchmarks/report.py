@@ -5,13 +5,14 @@
 Writes a synthetic results folder of that size in the real schema (``eval.figures.synthetic``): every model
 of the sweep probed with 3 seeds on VPT, depth (test 3,750 + human 94 items each: the default build's VPT
 test split and human subset) and VPT-Strategy (10 scenes × 10 steps), every 10th model also fine-tuned,
-20 human observers on the human subset and the Strategy images, and a zoo list with ImageNet top-1. Then runs
-``eval stats`` on it once (n_boot 1,000, n_perm 100; this also writes the report) and times
+5 human observers on the human subset and the Strategy images, and a zoo list with ImageNet top-1. Then runs
+``eval stats`` on it once (n_boot 200, n_perm 50; this also writes the report) and times
 
 * ``build_report`` in-process, reading everything from the folder as ``python -m eval report`` does;
 * ``python -m eval report`` end to end (a fresh process: imports and Hydra included);
 
-against the baseline of the same run, ``eval stats`` without its report (stats time minus the report's).
+against two baselines of the same run (same machine load): ``eval stats`` without its report (stats time
+minus the report's) and one plain read of the sweep's whole trial table (``read_results``).
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ def make_folder(out: Path, n_models: int, seed: int = 0):
     from eval.figures import synthetic as S
 
     trials, summary, zoo = S.threedpc_tables(n_models=n_models, n_test=3750, n_human_items=94, n_scenes=10,
-                                             n_steps=10, seeds=(0, 1, 2), n_humans=20, finetune_every=10, seed=seed)
+                                             n_steps=10, seeds=(0, 1, 2), n_humans=5, finetune_every=10, seed=seed)
     res = out / "results"
     models = trials[trials["observer_type"] == "model"]
     for rid, g in models.groupby("run_id", sort=False):
@@ -64,9 +65,14 @@ def main() -> None:
     t = time.perf_counter()
     res, zoo_cfg, n_rows, n_runs = make_folder(out, a.models)
     print(f"synthetic sweep: {a.models} models, {n_runs} runs, {n_rows:,} trial rows "
-          f"(written in {time.perf_counter() - t:.1f} s)")
+          f"(written in {time.perf_counter() - t:.1f} s)", flush=True)
+    from eval.results import read_results
+
+    t = time.perf_counter()
+    read_results(res, "trials")
+    read_all = time.perf_counter() - t
     c = {"results": str(res), "humans": str(out / "humans.parquet"), "humans_format": "trials", "zoo": zoo_cfg,
-         "split": "test", "aggregation": "model-vs-human", "n_boot": 1000, "n_perm": 100, "ci": 0.95, "seed": 0}
+         "split": "test", "aggregation": "model-vs-human", "n_boot": 200, "n_perm": 50, "ci": 0.95, "seed": 0}
     spent = {}
     real = html_report.build_report
 
@@ -99,7 +105,8 @@ def main() -> None:
     print(f"eval stats without its report (baseline): {stats_only:.1f} s; the report inside it: "
           f"{spent['report_in_stats']:.1f} s ({spent['report_in_stats'] / stats_only:.2f}x the baseline)")
     print(f"build_report from the folder ({n_fig} figures, PNG + PDF each): {in_process:.1f} s (goal 30 s), "
-          f"{in_process / stats_only:.2f}x the baseline")
+          f"{in_process / stats_only:.2f}x eval stats, {in_process / read_all:.2f}x one read of the trial table "
+          f"({read_all:.1f} s)")
     print(f"python -m eval report (fresh process, no zoo: {p.stdout.strip()}): {cli:.1f} s")
     print(f"load average during the run: {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1/5/15 min) on "
           f"{os.cpu_count()} cores; page {page} ({page.stat().st_size / 1e6:.1f} MB)")

@@ -237,8 +237,8 @@ def _mvh_section(trials, tables) -> Section | None:
     cond = t["condition"].fillna("").astype(str)
     t = t[(cond != "") & ~cond.str.match(D.DEGRADED.pattern) & ~cond.str.match(D.GRATING.pattern)
           & (cond != "whole") & (cond != "original")]
-    bm = tables.get("benchmark_mean")
-    if t.empty and (bm is None or bm.empty):
+    bm = D.benchmark_means(tables.get("benchmark"))
+    if t.empty and bm.empty:
         return None
     sec = Section("model-vs-human: out-of-distribution generalisation")
     if not t.empty:
@@ -259,7 +259,7 @@ def _mvh_section(trials, tables) -> Section | None:
             sb = D.shape_bias(t)
             if not sb.empty:
                 sec.add("mvh_shape_bias", "Shape bias per category on cue-conflict images.", lambda: M.shape_bias(sb))
-    if bm is not None and not bm.empty:
+    if not bm.empty:
         sec.add("mvh_benchmark_bars", "The four model-vs-human metrics, mean over datasets (humans in red).",
                 lambda: M.benchmark_bars(bm))
         sec.add("mvh_benchmark_scatter", "The four metrics against each other (one point per observer).",

@@ -173,7 +173,10 @@ def test_level_consistency_matches_plain_kappa(mvh):
 
 
 def test_benchmark_bars_and_scatter(mvh):
-    _, means = stats.benchmark_tables(mvh, "pooled")
+    per, means = stats.benchmark_tables(mvh, "pooled")
+    mine = D.benchmark_means(pd.concat([per, per.assign(task="3dpc/vpt", kappa=9.0)]))  # 3D-PC rows left out
+    assert np.allclose(mine.set_index("observer").loc[means["observer"], ["kappa", "c_obs", "ood_accuracy"]],
+                       means[["kappa", "c_obs", "ood_accuracy"]])
     fig = M.benchmark_bars(means)
     assert [a.get_title() for a in fig.axes] == list(M.METRICS.values())
     for ax in fig.axes:
