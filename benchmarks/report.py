@@ -1,0 +1,116 @@
+"""Speed of the HTML report (issue 17 goal: <= 30 s for a 143-model zoo sweep on the default 3D-PC build).
+
+    PYTHONPATH=$PWD .venv/bin/python benchmarks/report.py [--models 143] [--out /tmp/bench_report]
+
+Writes a synthetic results folder of that size in the real schema (``eval.figures.synthetic``): every model
+of the sweep probed with 3 seeds on VPT, depth (test 3,750 + human 94 items each: the default build's VPT
+test split and human subset) and VPT-Strategy (10 scenes × 10 steps), every 10th model also fine-tuned,
+5 human observers on the human subset and the Strategy images, and a zoo list with ImageNet top-1. Then runs
+``eval stats`` on it once (n_boot 200, n_perm 50; this also writes the report) and times
+
+* ``build_report`` in-process, reading everything from the folder as ``python -m eval report`` does;
+* ``python -m eval report`` end to end (a fresh process: imports and Hydra included);
+
+against two baselines of the same run (same machine load): ``eval stats`` without its report (stats time
+minus the report's) and one plain read of the sweep's whole trial table (``read_results``).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+_here = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
+ROOT = Path(_here).parent
+
+
+def make_folder(out: Path, n_models: int, seed: int = 0):
+    import pandas as pd
+
+    from eval import results as R
+    from eval.figures import synthetic as S
+
+    trials, summary, zoo = S.threedpc_tables(n_models=n_models, n_test=3750, n_human_items=94, n_scenes=10,
+                                             n_steps=10, seeds=(0, 1, 2), n_humans=5, finetune_every=10, seed=seed)
+    res = out / "results"
+    models = trials[trials["observer_type"] == "model"]
+    for rid, g in models.groupby("run_id", sort=False):
+        R.write_part(res, "trials", rid, g)
+    for rid, g in summary.groupby("run_id", sort=False):
+        R.write_part(res, "summary", rid, g)
+    trials[trials["observer_type"] == "human"].to_parquet(out / "humans.parquet")
+    zoo_cfg = {"name": "bench", "models": [{"id": m, "imagenet_top1": float(t)}
+                                           for m, t in zip(zoo["model_id"], zoo["imagenet_top1"])]}
+    return res, zoo_cfg, len(trials), pd.Series(models["run_id"]).nunique()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--models", type=int, default=143)
+    ap.add_argument("--out", default="/tmp/bench_report")
+    a = ap.parse_args()
+    out = Path(a.out)
+    if out.exists():
+        import shutil
+
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    from eval import html_report
+    from eval.report import run_stats
+
+    t = time.perf_counter()
+    res, zoo_cfg, n_rows, n_runs = make_folder(out, a.models)
+    print(f"synthetic sweep: {a.models} models, {n_runs} runs, {n_rows:,} trial rows "
+          f"(written in {time.perf_counter() - t:.1f} s)", flush=True)
+    from eval.results import read_results
+
+    t = time.perf_counter()
+    read_results(res, "trials")
+    read_all = time.perf_counter() - t
+    c = {"results": str(res), "humans": str(out / "humans.parquet"), "humans_format": "trials", "zoo": zoo_cfg,
+         "split": "test", "aggregation": "model-vs-human", "n_boot": 200, "n_perm": 50, "ci": 0.95, "seed": 0}
+    spent = {}
+    real = html_report.build_report
+
+    def timed(*args, **kw):
+        t0 = time.perf_counter()
+        try:
+            return real(*args, **kw)
+        finally:
+            spent["report_in_stats"] = time.perf_counter() - t0
+
+    html_report.build_report = timed
+    t = time.perf_counter()
+    run_stats(c)
+    stats_total = time.perf_counter() - t
+    html_report.build_report = real
+    stats_only = stats_total - spent["report_in_stats"]
+
+    t = time.perf_counter()
+    page = real({k: v for k, v in c.items() if k not in ("n_boot", "n_perm", "aggregation")})
+    in_process = time.perf_counter() - t
+    n_fig = page.read_text().count("<figure")
+    zoo_arg = []  # the CLI takes a zoo list by name; the synthetic zoo is passed in-process only
+    t = time.perf_counter()
+    p = subprocess.run([sys.executable, "-m", "eval", "report", f"results={res}", *zoo_arg], cwd=ROOT,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True)
+    cli = time.perf_counter() - t
+    if p.returncode:
+        raise SystemExit(p.stderr[-2000:])
+    load = os.getloadavg()
+    print(f"eval stats without its report (baseline): {stats_only:.1f} s; the report inside it: "
+          f"{spent['report_in_stats']:.1f} s ({spent['report_in_stats'] / stats_only:.2f}x the baseline)")
+    print(f"build_report from the folder ({n_fig} figures, PNG + PDF each): {in_process:.1f} s (goal 30 s), "
+          f"{in_process / stats_only:.2f}x eval stats, {in_process / read_all:.2f}x one read of the trial table "
+          f"({read_all:.1f} s)")
+    print(f"python -m eval report (fresh process, no zoo: {p.stdout.strip()}): {cli:.1f} s")
+    print(f"load average during the run: {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1/5/15 min) on "
+          f"{os.cpu_count()} cores; page {page} ({page.stat().st_size / 1e6:.1f} MB)")
+
+
+if __name__ == "__main__":
+    main()

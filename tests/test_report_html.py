@@ -1,0 +1,208 @@
+"""The HTML report: built by ``eval stats`` (and ``eval report``) from a results folder in the real schema,
+with every figure the results support and plain statements for the rest; then opened in a real headless
+Chromium (Debian's, driven by Playwright; no browser download): no console errors, no failed or outside
+requests, every image decoded (natural width > 0), tables sortable, a non-blank screenshot."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from eval import results as R
+from eval.figures import synthetic as S
+from eval.html_report import build_report
+from eval.report import run_stats
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run"]
+SHOTS = Path(os.environ.get("VANTAGE_SCREENSHOTS", tempfile.gettempdir())) / "vantage-report"
+STATS = {"split": "test", "aggregation": "model-vs-human", "n_boot": 200, "n_perm": 50, "ci": 0.95, "seed": 0}
+
+
+def write_results(folder: Path, trials: pd.DataFrame, summary: pd.DataFrame | None = None) -> None:
+    """Model trials (and summaries) as result parts, one per run id, as the runner writes them."""
+    for rid, g in trials[trials["observer_type"] == "model"].groupby("run_id"):
+        R.write_part(folder, "trials", rid, g)
+    if summary is not None:
+        for rid, g in summary.groupby("run_id"):
+            R.write_part(folder, "summary", rid, g)
+
+
+@pytest.fixture(scope="module")
+def full_report(tmp_path_factory):
+    """A results folder with 3D-PC probe + fine-tune runs (6 models), model-vs-human trials (2 models), degraded
+    polygons, gratings and MindSet tables; human trials in the trial schema; stats then the report."""
+    tmp = tmp_path_factory.mktemp("report")
+    res = tmp / "results"
+    trials, summary, zoo = S.threedpc_tables(n_models=6, n_test=40, n_human_items=20, n_scenes=4, n_steps=8,
+                                             seeds=(0, 1), n_humans=3, finetune_every=2, seed=0)
+    write_results(res, trials, summary)
+    mvh = S.mvh_trials(n_humans=3, n_images=20)
+    write_results(res, pd.concat([mvh, S.polygon_trials(), S.grating_trials()], ignore_index=True))
+    humans = pd.concat([trials[trials["observer_type"] == "human"], mvh[mvh["observer_type"] == "human"]])
+    humans.to_parquet(tmp / "humans.parquet")
+    for kind, table in (("similarity", S.similarity_table()), ("decoder", S.decoder_table())):
+        (res / kind).mkdir()
+        table.to_parquet(res / kind / "synthetic.parquet")
+    zoo_cfg = {"name": "synthetic", "models": [{"id": m, "imagenet_top1": float(t)}
+                                               for m, t in zip(zoo["model_id"], zoo["imagenet_top1"])]}
+    out = run_stats({"results": str(res), "humans": str(tmp / "humans.parquet"), "humans_format": "trials",
+                     "zoo": zoo_cfg, **STATS})
+    return out / "report.html"
+
+
+EXPECTED = ("accuracy_per_model", "3dpc_accuracy_vs_imagenet_probe", "3dpc_accuracy_vs_imagenet_finetune",
+            "3dpc_probe_vs_finetune", "3dpc_strategy_steps", "3dpc_error_consistency", "mvh_accuracy_vs_level",
+            "mvh_consistency_vs_level", "mvh_shape_bias", "mvh_benchmark_bars", "mvh_benchmark_scatter",
+            "polygons_accuracy_vs_degradation", "gratings_accuracy_vs_interval", "mindset_similarity_by_layer",
+            "mindset_decoder_predictions")
+
+
+def test_stats_writes_every_supported_figure(full_report):
+    page = full_report.read_text()
+    figs = full_report.parent / "figures"
+    for stem in EXPECTED:
+        assert f"<figure id='{stem}'>" in page, stem
+        assert (figs / f"{stem}.png").stat().st_size > 5000 and (figs / f"{stem}.pdf").read_bytes()[:5] == b"%PDF-"
+    assert page.count("<figure") == len(EXPECTED)
+    # self-contained: images are data URIs, nothing refers to the network
+    assert not re.search(r"(src|href)=['\"](https?:)?//", page)
+    assert page.count("src='data:image/png;base64,") == len(EXPECTED)
+    # provenance: models with their weights identity, the configuration and versions
+    assert "timm:model_005" in page and "random:seed=0" in page and "matplotlib" in page
+    assert "class='sortable'" in page and "No dataset folder given" in page
+
+
+def test_missing_pieces_are_stated_not_drawn(tmp_path):
+    """Only model runs on VPT without a zoo or humans: one figure, and a statement for each missing piece."""
+    trials, summary, _ = S.threedpc_tables(n_models=3, n_test=30, n_human_items=10, n_scenes=2, seeds=(0,))
+    keep = trials["task"] == "3dpc/vpt"
+    write_results(tmp_path / "r", trials[keep], summary[summary["task"] == "3dpc/vpt"])
+    page = build_report({"results": str(tmp_path / "r")}).read_text()
+    assert page.count("<figure") == 1 and "accuracy_per_model" in page
+    for text in ("No human data for these 3D-PC tasks", "Accuracy vs ImageNet top-1 not drawn",
+                 "Probe vs fine-tuning not drawn", "No VPT-Strategy results", "No statistics tables yet",
+                 "Not in these results: model-vs-human, degraded polygons / abutting gratings, MindSet"):
+        assert text in page, text
+
+
+def test_report_cli_bad_input_exits_2(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    p = subprocess.run([sys.executable, "-m", "eval", "report", f"results={tmp_path / 'nope'}"], capture_output=True,
+                       text=True, cwd=ROOT, env=env, timeout=120)
+    assert p.returncode == 2 and "error: results=" in p.stderr and "Traceback" not in p.stderr
+    (tmp_path / "empty").mkdir()
+    p = subprocess.run([sys.executable, "-m", "eval", "report", f"results={tmp_path / 'empty'}"], capture_output=True,
+                       text=True, cwd=ROOT, env=env, timeout=120)
+    assert p.returncode == 2 and "no trials or summaries" in p.stderr
+
+
+# ------------------------------------------------------------------------------------------ real browser
+
+needs_chromium = pytest.mark.skipif(not Path(CHROMIUM).is_file(), reason="Debian chromium not installed (make debs)")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright (Python package) not installed")
+    with playwright_api.sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+        yield b
+        b.close()
+
+
+def open_page(browser, page_path: Path, shot: Path):
+    """Load ``page_path`` from disk; returns (page, context, console errors, failed and outside requests)."""
+    ctx = browser.new_context(viewport={"width": 1200, "height": 900})
+    page = ctx.new_page()
+    errors, failed, outside = [], [], []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("requestfailed", lambda r: failed.append(r.url))
+    page.on("request", lambda r: outside.append(r.url) if not r.url.startswith(("file:", "data:")) else None)
+    page.goto(page_path.resolve().as_uri(), wait_until="load")
+    page.wait_for_function("[...document.images].every(i => i.complete)")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(shot), full_page=True)
+    return page, ctx, errors, failed, outside
+
+
+def check_screenshot(path: Path, humans: bool = True) -> None:
+    from PIL import Image
+
+    img = np.asarray(Image.open(path).convert("RGB"), dtype=np.float32)
+    assert img.shape[0] > 900 and img.std() > 20  # not blank: text, tables and plots
+    if humans:  # the humans' red is on screen
+        assert (np.abs(img - np.array([213, 94, 0])).sum(-1) < 60).mean() > 1e-4
+
+
+@needs_chromium
+def test_report_in_chromium(browser, full_report):
+    shot = SHOTS / "report_full.png"
+    page, ctx, errors, failed, outside = open_page(browser, full_report, shot)
+    try:
+        assert errors == [] and failed == [] and outside == []
+        widths = page.evaluate("[...document.images].map(i => i.naturalWidth)")
+        assert len(widths) == len(EXPECTED) and min(widths) > 0
+        # sorting: click the accuracy column of the first table, twice (ascending, then descending)
+        table = page.locator("table.sortable").nth(2)
+        col = [h.strip() for h in table.locator("th").all_inner_texts()].index("accuracy_mean")
+        header = table.locator("th").nth(col)
+
+        def column():
+            return [float(r) for r in page.evaluate(
+                f"[...document.querySelectorAll('table.sortable')[2].tBodies[0].rows].map(r => r.cells[{col}].textContent)")]
+
+        header.click()
+        assert column() == sorted(column())
+        header.click()
+        assert column() == sorted(column(), reverse=True)
+        assert errors == []
+    finally:
+        ctx.close()
+    check_screenshot(shot)
+
+
+@pytest.mark.slow
+@needs_chromium
+def test_demo_report_from_real_probe_runs_in_chromium(browser, tmp_path):
+    """The demo's path end to end: the small 3D-PC build, probes of a timm test model on VPT and VPT-Strategy,
+    ``eval stats task=<build>`` (which writes the report), the gallery link, opened in Chromium."""
+    from tasks.gallery import write_gallery
+    from tasks.threedpc import build
+    from tasks.threedpc.config import compose_config
+
+    task, res = tmp_path / "3dpc", tmp_path / "results"
+    build(compose_config(["preset=small", f"out={task}"]), progress=False)
+    write_gallery(task)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "VANTAGE_CACHE": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
+    for target in ("vpt", "vpt_strategy"):
+        p = subprocess.run([sys.executable, "-m", "eval", "probe", "model=timm:test_resnet", "pretrained=false",
+                            f"task={task}", f"target={target}", f"out={res}", "progress=false", "probe.n_boot=200"],
+                           capture_output=True, text=True, cwd=ROOT, env=env, timeout=900)
+        assert p.returncode == 0, p.stderr[-2000:]
+    p = subprocess.run([sys.executable, "-m", "eval", "stats", f"results={res}", f"task={task}", "n_boot=200",
+                        "n_perm=50"], capture_output=True, text=True, cwd=ROOT, env=env, timeout=900)
+    assert p.returncode == 0, p.stderr[-2000:]
+    page_path = res / "stats" / "report.html"
+    text = page_path.read_text()
+    assert "<figure id='accuracy_per_model'>" in text and "<figure id='3dpc_strategy_steps'>" in text
+    assert "gallery.html" in text and "manifest_digest" in text
+    shot = SHOTS / "report_demo.png"
+    page, ctx, errors, failed, outside = open_page(browser, page_path, shot)
+    try:
+        assert errors == [] and failed == [] and outside == []
+        assert min(page.evaluate("[...document.images].map(i => i.naturalWidth)")) > 0
+        href = page.get_attribute("a[href$='gallery.html']", "href")
+        assert (page_path.parent / href).resolve() == (task / "gallery.html").resolve()
+    finally:
+        ctx.close()
+    check_screenshot(shot, humans=False)
