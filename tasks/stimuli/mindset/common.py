@@ -1,0 +1,491 @@
+"""What every MindSet: Vision generator shares (Biscione et al., 2024, ``papers/mindset-vision.txt``).
+
+Stable API (additions only; the illusion and shape groups build on it):
+
+* naming — every MindSet dataset is registered as ``mindset/<name>`` (:func:`dataset_name`); the slash is
+  only part of the registry key (the CLI takes ``dataset=mindset/weber_law``; the writer never uses the
+  name as a path, so the output folder is whatever ``out=`` says);
+* :func:`register_mindset` — :func:`tasks.stimuli.registry.register` plus the MindSet contract: both
+  presets ``paper`` (the original's counts and defaults) and ``lite`` (a few images per condition), the
+  condition vocabulary (declared, checked by the schema test), the paper section and source figure;
+* :class:`MindsetConfig` — the shared configuration fields (canvas 224, background mode and colour,
+  antialiasing) that each dataset's ``Config`` inherits;
+* backgrounds — :func:`background_params` (drawn in ``items``, so the actual colour is an annotation
+  column) and :func:`new_canvas`;
+* drawing — antialiased primitives as exact geometry sampled on a ``k × k`` sub-pixel grid (:class:`Shape`,
+  :func:`disc`, :func:`segment`, :func:`polyline`, :func:`polygon`, :func:`ring`, :func:`rect`, the set
+  operations :func:`union`, :func:`difference`, :func:`intersection`, :func:`translate`) painted with
+  :func:`paint`; text with the DejaVu fonts matplotlib ships (:func:`text_coverage`, :func:`paint_coverage`);
+* :func:`item_rng` — a per-item generator seeded from (dataset seed, item coordinates);
+* :func:`schema_problems` — the property every MindSet output must have (every row a file, every file a
+  row, typed columns, the declared conditions), used by the tests of every MindSet group.
+
+Annotation schema (one for all MindSet datasets): the writer's standard columns
+``file_name`` (the image path relative to the dataset folder; the original's ``Path``), ``dataset``,
+``condition`` (lower-case snake-case names, the dataset's declared vocabulary, one folder each),
+``item_id`` (unique), ``set_id`` (links the images of one matched set — pair, triplet — that a similarity
+judgment compares; empty where the design has none) and ``seed``, followed by typed parameter columns:
+numbers as int64/float64, flags as boolean, names as strings; never a Python repr (a colour is three
+integer columns ``<name>_r, <name>_g, <name>_b``; see :func:`rgb_columns`).
+
+Coordinate convention (all drawing): continuous pixel coordinates, origin at the image's top-left corner,
+x to the right, y down; pixel (row i, column j) is the unit square [j, j+1) × [i, i+1) with its centre at
+(j + 0.5, i + 0.5). Colours are RGB in 0-255.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+import zlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..registry import ConfigError, field, register
+
+PREFIX = "mindset/"
+PRESETS = ("paper", "lite")
+SUPERSAMPLE = 4  # sub-pixel samples per axis when antialiasing (16 per pixel: coverage in steps of 1/16)
+CONDITION_PATTERN = re.compile(r"^[a-z0-9]+(?:_[a-z0-9.]+)*$")
+
+# name -> what the schema test checks: the declared conditions, the paper section, the figure followed
+MINDSET: dict[str, dict[str, Any]] = {}
+
+
+def dataset_name(short: str) -> str:
+    """The registry name of MindSet dataset ``short`` (``"weber_law"`` -> ``"mindset/weber_law"``)."""
+    if not re.fullmatch(r"[a-z0-9_]+", short):
+        raise ValueError(f"MindSet dataset name {short!r}: use lower-case letters, digits and underscores")
+    return PREFIX + short
+
+
+def register_mindset(short: str, Config: type, description: str, reference: str, *, items, render,
+                     conditions: Sequence[str] | str, paper: dict, lite: dict, random: bool = True,
+                     test_params: dict | None = None, presets: dict | None = None, figure: str = ""):
+    """Register MindSet dataset ``mindset/<short>``.
+
+    ``reference`` names the paper section (e.g. ``"mindset-vision.txt C.1.1; Jacob et al. 2021"``);
+    ``conditions`` is the dataset's full condition vocabulary (every item's ``condition`` must be one of
+    them; names match :data:`CONDITION_PATTERN`), or for a parametric vocabulary one regular expression
+    that every condition must match in full (e.g. ``r"grey_[0-9]{3}"``); ``paper`` and ``lite`` are the two required presets
+    (further ``presets`` may be added); ``test_params`` defaults to ``lite``. ``--list`` shows the
+    description, the reference and the conditions.
+    """
+    name = dataset_name(short)
+    if isinstance(conditions, str):
+        re.compile(conditions)
+        listed = f"/{conditions}/"
+    else:
+        conditions = tuple(conditions)
+        bad = [c for c in conditions if not CONDITION_PATTERN.match(c)]
+        if bad or len(set(conditions)) != len(conditions):
+            raise ValueError(f"{name}: conditions must be unique lower-case snake-case names; bad: {bad}")
+        listed = ", ".join(conditions)
+    if not issubclass(Config, MindsetConfig):
+        raise TypeError(f"{name}: Config must inherit MindsetConfig (canvas, background, antialias)")
+    known = {f.name for f in dataclasses.fields(Config)}
+    for pname, p in (("paper", paper), ("lite", lite), *(presets or {}).items()):
+        unknown = sorted(set(p) - known)
+        if unknown:
+            raise ValueError(f"{name}: preset {pname!r} sets unknown field(s) {unknown}")
+    text = f"{description} [{reference}] conditions: {listed}"
+    if figure:
+        text += f"; follows {figure}"
+    MINDSET[name] = {"conditions": conditions, "reference": reference, "figure": figure}
+    return register(name, Config, text, reference, items=items, render=render, random=random,
+                    test_params=dict(lite if test_params is None else test_params),
+                    presets={"paper": dict(paper), "lite": dict(lite), **(presets or {})})
+
+
+# ---------------------------------------------------------------------------------------------- config
+BACKGROUNDS = ("fixed", "random_uniform")
+
+
+@dataclasses.dataclass(frozen=True)
+class MindsetConfig:
+    """Fields every MindSet dataset has (the original's ``add_general_args``). Subclasses add their own
+    fields (all with defaults) and may override these defaults with a field of the same name."""
+
+    canvas_size: int = field(224, "image width and height (pixels)", range=(32, 2048))
+    background: str = field("fixed", "'fixed' = background_color on every image; 'random_uniform' = one "
+                            "uniform colour per image, drawn from the seed (the original's 'rnd-uniform')",
+                            choices=BACKGROUNDS)
+    background_color: tuple = field((0, 0, 0), "RGB 0-255 of the fixed background", range=(0, 255))
+    antialias: bool = field(True, f"antialiased edges ({SUPERSAMPLE}x{SUPERSAMPLE} sub-pixel coverage) "
+                            "instead of binary pixels")
+
+    def __post_init__(self):
+        check_rgb("background_color", self.background_color)
+
+
+def check_rgb(name: str, value) -> None:
+    """A colour parameter is three whole numbers 0-255 (the message names the field, value and range)."""
+    if (not isinstance(value, (tuple, list)) or len(value) != 3
+            or not all(isinstance(v, int) and not isinstance(v, bool) for v in value)):
+        raise ConfigError(f"{name}={value!r}: must be three whole numbers [r, g, b], each in [0, 255]")
+    for v in value:
+        if not 0 <= v <= 255:
+            raise ConfigError(f"{name}={value!r}: {v} is out of range [0, 255]")
+
+
+def check_order(cfg, low: str, high: str, strict: bool = True) -> None:
+    """``cfg.<low>`` < ``cfg.<high>`` (or <= when not strict), else an error naming both fields."""
+    a, b = getattr(cfg, low), getattr(cfg, high)
+    if a > b or (strict and a == b):
+        raise ConfigError(f"{low}={a!r} must be {'<' if strict else '<='} {high}={b!r}")
+
+
+def rgb_columns(prefix: str, rgb) -> dict[str, int]:
+    """Typed annotation columns for a colour: ``{prefix}_r``, ``{prefix}_g``, ``{prefix}_b`` (int)."""
+    r, g, b = (int(v) for v in rgb)
+    return {f"{prefix}_r": r, f"{prefix}_g": g, f"{prefix}_b": b}
+
+
+def background_params(cfg: MindsetConfig, rng: np.random.Generator | None) -> dict[str, int]:
+    """The background of one image as annotation columns ``background_r/g/b``: the fixed colour, or one
+    uniform colour drawn from ``rng`` (each channel uniform on 0..255) for ``random_uniform``. Call it in
+    ``items`` so the colour actually used is recorded."""
+    if cfg.background == "fixed":
+        return rgb_columns("background", cfg.background_color)
+    if rng is None:
+        raise ValueError("background='random_uniform' needs the item's rng")
+    return rgb_columns("background", rng.integers(0, 256, 3))
+
+
+def background_rgb(params: dict) -> tuple[int, int, int]:
+    """The (r, g, b) stored by :func:`background_params` in an item's params."""
+    return int(params["background_r"]), int(params["background_g"]), int(params["background_b"])
+
+
+def new_canvas(size: int | tuple[int, int], rgb) -> np.ndarray:
+    """float32 [H, W, 3] filled with ``rgb`` (0-255). ``size`` is an int (square) or (height, width)."""
+    h, w = (size, size) if isinstance(size, (int, np.integer)) else size
+    img = np.empty((h, w, 3), np.float32)
+    img[:] = np.asarray(rgb, np.float32)
+    return img
+
+
+def to_uint8(img: np.ndarray) -> np.ndarray:
+    """A float canvas (0-255) as uint8, rounded half up (exact for integer colours)."""
+    return np.clip(np.floor(img + 0.5), 0, 255).astype(np.uint8)
+
+
+def item_rng(seed: int, *key) -> np.random.Generator:
+    """The generator for one item, from the dataset seed and the item's coordinates (ints or strings;
+    strings by CRC-32, stable across processes and Python versions), so any subset of items renders
+    identically in any process."""
+    ints = [int(seed)]
+    for k in key:
+        ints.append(zlib.crc32(k.encode()) if isinstance(k, str) else int(k))
+    return np.random.default_rng(np.random.SeedSequence([abs(x) for x in ints]))
+
+
+# ---------------------------------------------------------------------------------------------- shapes
+@dataclasses.dataclass(frozen=True)
+class Shape:
+    """A planar region: ``inside(x, y) -> bool`` over arrays of points (pixel coordinates, see the module
+    docstring) and a bounding box ``(x0, y0, x1, y1)`` containing it (only pixels that meet the box are
+    sampled). Exact geometry: a region is antialiased by sampling, never by drawing twice."""
+
+    bbox: tuple[float, float, float, float]
+    inside: Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+def disc(cx: float, cy: float, r: float) -> Shape:
+    """Filled circle of radius ``r`` px centred at (cx, cy)."""
+    return Shape((cx - r, cy - r, cx + r, cy + r), lambda x, y: (x - cx) ** 2 + (y - cy) ** 2 <= r * r)
+
+
+def ring(cx: float, cy: float, r: float, width: float) -> Shape:
+    """Circle outline of stroke ``width`` px centred on radius ``r`` (inner r - w/2, outer r + w/2)."""
+    ro, ri = r + width / 2, max(r - width / 2, 0.0)
+
+    def inside(x, y):
+        d2 = (x - cx) ** 2 + (y - cy) ** 2
+        return (d2 <= ro * ro) & (d2 >= ri * ri)
+
+    return Shape((cx - ro, cy - ro, cx + ro, cy + ro), inside)
+
+
+def rect(x0: float, y0: float, x1: float, y1: float) -> Shape:
+    """Axis-aligned filled rectangle [x0, x1] × [y0, y1]."""
+    return Shape((x0, y0, x1, y1), lambda x, y: (x >= x0) & (x <= x1) & (y >= y0) & (y <= y1))
+
+
+def segment(p0, p1, width: float, cap: str = "butt") -> Shape:
+    """Straight stroke of ``width`` px from p0 to p1 (centred on the segment). ``cap``: ``butt`` (ends
+    exactly at p0 and p1), ``round`` (half discs) or ``square`` (extended by width/2)."""
+    (ax, ay), (bx, by) = (float(v) for v in p0), (float(v) for v in p1)
+    dx, dy = bx - ax, by - ay
+    length = float(np.hypot(dx, dy))
+    h = width / 2
+    if cap not in ("butt", "round", "square"):
+        raise ValueError(f"cap={cap!r}; one of butt, round, square")
+    ext = h if cap in ("round", "square") else 0.0
+    pad = h + ext
+
+    def inside(x, y):
+        if length == 0:
+            return ((x - ax) ** 2 + (y - ay) ** 2 <= h * h) if cap == "round" else np.zeros(np.broadcast_shapes(np.shape(x), np.shape(y)), bool)
+        ux, uy = dx / length, dy / length
+        t = (x - ax) * ux + (y - ay) * uy  # along the segment, px from p0
+        n = (x - ax) * -uy + (y - ay) * ux  # across
+        if cap == "round":
+            tc = np.clip(t, 0.0, length)
+            return (t - tc) ** 2 + n * n <= h * h
+        lo, hi = (-ext, length + ext)
+        return (t >= lo) & (t <= hi) & (np.abs(n) <= h)
+
+    return Shape((min(ax, bx) - pad, min(ay, by) - pad, max(ax, bx) + pad, max(ay, by) + pad), inside)
+
+
+def polyline(points, width: float, closed: bool = False, cap: str = "round") -> Shape:
+    """Connected strokes through ``points`` ([N, 2] x, y). Joints are round (each segment has round caps
+    where ``cap='round'``); ``closed`` joins the last point to the first."""
+    pts = np.asarray(points, float)
+    pairs = list(zip(pts[:-1], pts[1:]))
+    if closed:
+        pairs.append((pts[-1], pts[0]))
+    return union(*(segment(a, b, width, cap) for a, b in pairs))
+
+
+def polygon(points) -> Shape:
+    """Filled polygon through ``points`` ([N, 2] x, y; even-odd rule, so self-intersections alternate)."""
+    pts = np.asarray(points, float)
+    xs, ys = pts[:, 0], pts[:, 1]
+    xe, ye = np.roll(xs, -1), np.roll(ys, -1)
+
+    def inside(x, y):
+        out = np.zeros(np.broadcast_shapes(np.shape(x), np.shape(y)), bool)
+        for x0, y0, x1, y1 in zip(xs, ys, xe, ye):
+            if y0 == y1:
+                continue
+            cross = (y0 > y) != (y1 > y)
+            xc = x0 + (y - y0) * (x1 - x0) / (y1 - y0)
+            out ^= cross & (x < xc)
+        return out
+
+    return Shape((xs.min(), ys.min(), xs.max(), ys.max()), inside)
+
+
+def regular_polygon(cx: float, cy: float, r: float, n: int, rotation_deg: float = 0.0) -> np.ndarray:
+    """[n, 2] vertices of a regular n-gon of circumradius ``r``; the first vertex at angle ``rotation_deg``
+    measured from straight up, clockwise on screen."""
+    a = np.deg2rad(rotation_deg) + 2 * np.pi * np.arange(n) / n
+    return np.stack([cx + r * np.sin(a), cy - r * np.cos(a)], axis=1)
+
+
+def union(*shapes: Shape) -> Shape:
+    shapes = tuple(shapes)
+    if not shapes:
+        raise ValueError("union of no shapes")
+
+    def inside(x, y):
+        out = np.zeros(np.broadcast_shapes(np.shape(x), np.shape(y)), bool)
+        for s in shapes:
+            out |= s.inside(x, y)
+        return out
+
+    b = np.array([s.bbox for s in shapes])
+    return Shape((b[:, 0].min(), b[:, 1].min(), b[:, 2].max(), b[:, 3].max()), inside)
+
+
+def difference(a: Shape, *minus: Shape) -> Shape:
+    """The part of ``a`` outside every shape in ``minus`` (e.g. a notched square)."""
+    def inside(x, y):
+        out = a.inside(x, y)
+        for s in minus:
+            out &= ~s.inside(x, y)
+        return out
+
+    return Shape(a.bbox, inside)
+
+
+def intersection(a: Shape, b: Shape) -> Shape:
+    box = (max(a.bbox[0], b.bbox[0]), max(a.bbox[1], b.bbox[1]), min(a.bbox[2], b.bbox[2]),
+           min(a.bbox[3], b.bbox[3]))
+    return Shape(box, lambda x, y: a.inside(x, y) & b.inside(x, y))
+
+
+def translate(s: Shape, dx: float, dy: float) -> Shape:
+    x0, y0, x1, y1 = s.bbox
+    return Shape((x0 + dx, y0 + dy, x1 + dx, y1 + dy), lambda x, y: s.inside(x - dx, y - dy))
+
+
+def coverage(shape: Shape, size: int | tuple[int, int], antialias: bool = True,
+             k: int = SUPERSAMPLE) -> tuple[np.ndarray, tuple[int, int]]:
+    """The fraction of each pixel inside ``shape``: float32 [h, w] in [0, 1] over the pixels that meet its
+    bounding box (clipped to the image), and that block's (row, column) origin. ``antialias`` samples a
+    k × k grid of sub-pixel centres; without it each pixel is in or out by its centre (binary)."""
+    H, W = (size, size) if isinstance(size, (int, np.integer)) else size
+    x0, y0, x1, y1 = shape.bbox
+    c0, r0 = max(int(np.floor(x0)), 0), max(int(np.floor(y0)), 0)
+    c1, r1 = min(int(np.floor(x1)) + 1, W), min(int(np.floor(y1)) + 1, H)
+    if c1 <= c0 or r1 <= r0:
+        return np.zeros((0, 0), np.float32), (0, 0)
+    k = k if antialias else 1
+    off = (np.arange(k) + 0.5) / k
+    xs = (np.arange(c0, c1)[:, None] + off[None, :]).ravel()
+    ys = (np.arange(r0, r1)[:, None] + off[None, :]).ravel()
+    inside = shape.inside(xs[None, :], ys[:, None])
+    inside = np.broadcast_to(inside, (len(ys), len(xs)))
+    cov = inside.reshape(r1 - r0, k, c1 - c0, k).mean(axis=(1, 3), dtype=np.float32)
+    return cov, (r0, c0)
+
+
+def paint_coverage(img: np.ndarray, cov: np.ndarray, origin: tuple[int, int], rgb, opacity: float = 1.0) -> None:
+    """Composite colour ``rgb`` over ``img`` (float [H, W, 3], in place) with per-pixel alpha
+    ``opacity × cov`` on the block at ``origin`` (row, column); the block is clipped to the image."""
+    r0, c0 = origin
+    h, w = cov.shape
+    H, W = img.shape[:2]
+    if h == 0 or w == 0:
+        return
+    rs, cs = max(r0, 0), max(c0, 0)
+    re_, ce = min(r0 + h, H), min(c0 + w, W)
+    if re_ <= rs or ce <= cs:
+        return
+    a = (opacity * cov[rs - r0:re_ - r0, cs - c0:ce - c0])[:, :, None]
+    block = img[rs:re_, cs:ce]
+    block += a * (np.asarray(rgb, np.float32) - block)
+
+
+def paint(img: np.ndarray, shape: Shape, rgb, antialias: bool = True, opacity: float = 1.0) -> None:
+    """Draw ``shape`` filled with ``rgb`` onto ``img`` (float [H, W, 3], 0-255, in place)."""
+    cov, origin = coverage(shape, img.shape[:2], antialias)
+    paint_coverage(img, cov, origin, rgb, opacity)
+
+
+# ---------------------------------------------------------------------------------------------- text
+@functools.lru_cache(maxsize=8)
+def font_path(name: str = "DejaVuSans") -> str:
+    """Path of a TrueType font matplotlib ships (DejaVu: a free licence, see matplotlib's LICENSE_DEJAVU),
+    e.g. ``DejaVuSans``, ``DejaVuSans-Bold``, ``DejaVuSerif``, ``DejaVuSansMono``."""
+    from pathlib import Path
+
+    import matplotlib
+
+    p = Path(matplotlib.get_data_path()) / "fonts" / "ttf" / f"{name}.ttf"
+    if not p.is_file():
+        avail = sorted(f.stem for f in p.parent.glob("*.ttf"))
+        raise ValueError(f"font {name!r} not found in matplotlib's fonts; available: {', '.join(avail)}")
+    return str(p)
+
+
+@functools.lru_cache(maxsize=64)
+def _font(name: str, size_px: int):
+    from PIL import ImageFont
+
+    return ImageFont.truetype(font_path(name), size_px)
+
+
+def text_coverage(text: str, size_px: int, font: str = "DejaVuSans", rotation_deg: float = 0.0,
+                  antialias: bool = True) -> np.ndarray:
+    """Coverage (float32 [h, w] in [0, 1]) of ``text`` set at ``size_px`` pixels (the font's em size),
+    tightly cropped; rotated counter-clockwise by ``rotation_deg`` about its centre (bilinear). Place it
+    with :func:`paint_coverage`. Glyph coverage is FreeType's (PIL); ``antialias=False`` thresholds at 0.5."""
+    from PIL import Image, ImageDraw
+
+    f = _font(font, int(size_px))
+    x0, y0, x1, y1 = f.getbbox(text)
+    im = Image.new("L", (max(x1 - x0, 1) + 4, max(y1 - y0, 1) + 4), 0)
+    ImageDraw.Draw(im).text((2 - x0, 2 - y0), text, fill=255, font=f)
+    if rotation_deg:
+        im = im.rotate(rotation_deg, resample=Image.Resampling.BILINEAR, expand=True)
+    cov = np.asarray(im, np.float32) / 255.0
+    nz = np.argwhere(cov > 0)
+    if len(nz):
+        (a, b), (c, d) = nz.min(0), nz.max(0) + 1
+        cov = cov[a:c, b:d]
+    return cov if antialias else (cov >= 0.5).astype(np.float32)
+
+
+# ---------------------------------------------------------------------------------------------- schema
+def schema_problems(out, name: str | None = None) -> list[str]:
+    """Why the generated MindSet dataset in folder ``out`` breaks the shared schema ([] when it does not):
+    standard columns first and typed (strings; seed int64), unique item ids and file names, every row's
+    file present, every PNG in the folder listed, conditions from the dataset's declared vocabulary and each
+    image in its condition's folder, no object columns, no Python reprs (``(…)``, ``[…]``, ``{…}``) in
+    string cells, set ids shared by at least two images."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from ..writer import STANDARD_COLUMNS
+
+    out = Path(out)
+    problems: list[str] = []
+    df = pd.read_parquet(out / "annotations.parquet")
+    if list(df.columns[:6]) != STANDARD_COLUMNS:
+        problems.append(f"first columns {list(df.columns[:6])} != {STANDARD_COLUMNS}")
+        return problems
+    name = name or (str(df.dataset.iloc[0]) if len(df) else "")
+    if len(df) == 0:
+        return ["no rows"]
+    for c in STANDARD_COLUMNS:
+        want = "int64" if c == "seed" else "string"
+        if str(df[c].dtype) != want:
+            problems.append(f"column {c} has dtype {df[c].dtype}, not {want}")
+    if (df.dataset != name).any():
+        problems.append(f"dataset column differs from {name!r}")
+    for c in df.columns:
+        if df[c].dtype == object:
+            problems.append(f"column {c} has dtype object (untyped)")
+        if pd.api.types.is_string_dtype(df[c].dtype) and c not in ("file_name", "sha256", "skipped"):
+            cells = df[c].dropna().astype(str)
+            reprs = cells[cells.str.match(r"^\s*[\(\[\{].*[\)\]\}]\s*$")]
+            if len(reprs):
+                problems.append(f"column {c} holds Python reprs, e.g. {reprs.iloc[0]!r}")
+    for c in ("item_id", "file_name"):
+        dup = df[c][df[c].duplicated()]
+        if len(dup):
+            problems.append(f"{c} not unique, e.g. {dup.iloc[0]!r}")
+    declared = MINDSET.get(name, {}).get("conditions")
+    if declared is None:
+        problems.append(f"{name!r} is not a registered MindSet dataset")
+    else:
+        extra = sorted(c for c in set(df.condition) if not condition_declared(name, c))
+        if extra:
+            problems.append(f"conditions {extra} not in the declared vocabulary {declared}")
+    bad = sorted(c for c in set(df.condition) if not CONDITION_PATTERN.match(str(c)))
+    if bad:
+        problems.append(f"condition names {bad} are not lower-case snake-case")
+    made = df[df.file_name != ""]
+    for f, cond in zip(made.file_name, made.condition):
+        if not (out / f).is_file():
+            problems.append(f"row {f}: file missing")
+        if not str(f).startswith(f"{cond}/"):
+            problems.append(f"row {f}: not in its condition folder {cond}/")
+    listed = set(made.file_name)
+    for p in out.rglob("*.png"):
+        rel = p.relative_to(out).as_posix()
+        if rel not in listed and not rel.startswith("."):
+            problems.append(f"file {rel}: no row")
+    sets = made[made.set_id != ""].set_id.value_counts()
+    if (sets < 2).any():
+        problems.append(f"set ids with a single image, e.g. {sets[sets < 2].index[0]!r}")
+    return problems
+
+
+def condition_declared(name: str, condition: str) -> bool:
+    """Whether ``condition`` belongs to MindSet dataset ``name``'s declared vocabulary."""
+    declared = MINDSET[name]["conditions"]
+    if isinstance(declared, str):
+        return re.fullmatch(declared, condition) is not None
+    return condition in declared
+
+
+def read_png(path) -> np.ndarray:
+    """A generated image as uint8 [H, W, 3] (tests measure properties from the PNGs themselves)."""
+    from PIL import Image
+
+    with Image.open(path) as im:
+        return np.asarray(im.convert("RGB"))
+
+
+def luminance(img: np.ndarray) -> np.ndarray:
+    """Mean of R, G, B as float [H, W] (the stimuli are grey; a plain mean keeps values exact)."""
+    return np.asarray(img, float).mean(axis=-1) if img.ndim == 3 else np.asarray(img, float)
+

@@ -1,0 +1,161 @@
+"""The shared MindSet module: drawing primitives against plain references, backgrounds, naming, and the one
+annotation schema checked on every registered MindSet dataset (the illusion and shape groups included)."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import tasks.stimuli  # noqa: F401  (registers every generator)
+from tasks.stimuli import ConfigError, write_dataset
+from tasks.stimuli.mindset import MINDSET
+from tasks.stimuli.mindset import common as C
+
+
+def _reference_coverage(shape, size, k):
+    """Plain twin of ``coverage``: every pixel of the whole image, every sub-sample, one point at a time."""
+    out = np.zeros((size, size))
+    for i in range(size):
+        for j in range(size):
+            n = 0
+            for a in range(k):
+                for b in range(k):
+                    x, y = j + (b + 0.5) / k, i + (a + 0.5) / k
+                    n += bool(shape.inside(np.array([x]), np.array([y]))[0])
+            out[i, j] = n / (k * k)
+    return out
+
+
+def _full(shape, size, antialias=True):
+    img = np.zeros((size, size))
+    cov, (r0, c0) = C.coverage(shape, size, antialias)
+    img[r0:r0 + cov.shape[0], c0:c0 + cov.shape[1]] = cov
+    return img
+
+
+@pytest.mark.parametrize("shape", [
+    C.disc(10.3, 12.7, 6.2),
+    C.ring(16, 15, 9.5, 2.5),
+    C.segment((3.2, 4.1), (27.5, 20.3), 3.0, "butt"),
+    C.segment((5, 25), (26, 9), 2.0, "round"),
+    C.polygon(C.regular_polygon(15, 16, 12, 5, 10)),
+    C.difference(C.rect(4, 4, 26, 26), C.disc(26, 26, 9)),
+    C.union(C.disc(8, 8, 5), C.translate(C.rect(0, 0, 8, 3), 15, 20)),
+    C.polyline([(2, 2), (20, 5), (12, 28)], 2.5),
+    C.disc(-3, 15, 8),  # partly outside the canvas: clipped, not wrapped
+])
+def test_coverage_equals_plain_reference(shape):
+    np.testing.assert_allclose(_full(shape, 32), _reference_coverage(shape, 32, C.SUPERSAMPLE), atol=1e-6)
+    np.testing.assert_allclose(_full(shape, 32, antialias=False), _reference_coverage(shape, 32, 1), atol=1e-6)
+
+
+def test_areas_are_the_geometry():
+    # a disc's area and an axis-aligned butt segment's area, measured in pixels of coverage
+    assert _full(C.disc(50.2, 49.7, 20.0), 100).sum() == pytest.approx(np.pi * 400, rel=0.005)
+    assert _full(C.segment((10.5, 40.25), (47.5, 40.25), 2.0), 100).sum() == pytest.approx(37 * 2, abs=1e-4)
+    sq = C.polygon([(10, 10), (40, 10), (40, 30), (10, 30)])
+    assert _full(sq, 64).sum() == pytest.approx(600, abs=1e-4)
+    assert set(np.unique(_full(C.disc(30, 30, 11.3), 64, antialias=False))) == {0.0, 1.0}
+    assert len(np.unique(_full(C.disc(30, 30, 11.3), 64))) > 5  # grey edge levels
+
+
+def test_paint_composites_and_rounds_exactly():
+    img = C.new_canvas(16, (10, 20, 30))
+    C.paint(img, C.rect(0, 0, 8, 16), (200, 100, 0))
+    u = C.to_uint8(img)
+    assert (u[:, :8] == (200, 100, 0)).all() and (u[:, 9:] == (10, 20, 30)).all()
+    img = C.new_canvas((8, 12), 0)
+    C.paint(img, C.rect(0, 0, 12, 8), (255, 255, 255), opacity=0.5)
+    assert (C.to_uint8(img) == 128).all() and img.shape == (8, 12, 3)
+
+
+def test_text_coverage_uses_bundled_dejavu():
+    cov = C.text_coverage("Hg", 40)
+    assert cov.max() == pytest.approx(1.0) and 25 < cov.shape[0] < 50  # ascender to descender of 40 px type
+    rot = C.text_coverage("Hg", 40, rotation_deg=90)
+    assert abs(rot.shape[0] - cov.shape[1]) <= 3 and abs(rot.shape[1] - cov.shape[0]) <= 3
+    assert set(np.unique(C.text_coverage("Hg", 40, antialias=False))) == {0.0, 1.0}
+    with pytest.raises(ValueError, match="font 'Arial' not found.*DejaVuSans"):
+        C.font_path("Arial")
+
+
+def test_item_rng_is_keyed_and_stable():
+    a = C.item_rng(3, "proximity", 7).random(4)
+    assert np.array_equal(a, C.item_rng(3, "proximity", 7).random(4))
+    assert not np.array_equal(a, C.item_rng(3, "proximity", 8).random(4))
+    assert not np.array_equal(a, C.item_rng(4, "proximity", 7).random(4))
+
+
+def test_names_and_registration_rules():
+    assert C.dataset_name("weber_law") == "mindset/weber_law"
+    with pytest.raises(ValueError, match="lower-case"):
+        C.dataset_name("Weber Law")
+    for name, info in MINDSET.items():
+        gen = tasks.stimuli.GENERATORS[name]
+        assert name.startswith("mindset/") and {"paper", "lite"} <= set(gen.presets)
+        assert info["reference"] and info["reference"] in gen.description
+
+
+def test_background_modes_and_bad_colours(tmp_path):
+    out = write_dataset("mindset/weber_law", tmp_path / "w", {"preset": "lite", "background": "random_uniform"},
+                        seed=2, progress=False)
+    df = pd.read_parquet(out / "annotations.parquet")
+    assert str(df.background_r.dtype) == "int64"
+    assert df[["background_r", "background_g", "background_b"]].drop_duplicates().shape[0] == len(df)
+    for r in df.itertuples():
+        px = C.read_png(out / r.file_name)[0, 0]
+        assert tuple(px) == (r.background_r, r.background_g, r.background_b)
+    for bad, msg in (([0, 0], r"background_color=\(0, 0\): must be three whole numbers"),
+                     ([0, 0, 300], r"background_color=\(0, 0, 300\): 300 is out of range \[0, 255\]"),
+                     ("grey", r"background_color='grey': must be three whole numbers")):
+        with pytest.raises(ConfigError, match=msg):
+            write_dataset("mindset/weber_law", tmp_path / "x", {"background_color": bad}, progress=False)
+    with pytest.raises(ConfigError, match="background='noise' is not allowed; allowed values: fixed, random_uniform"):
+        write_dataset("mindset/weber_law", tmp_path / "x", {"background": "noise"}, progress=False)
+    assert not (tmp_path / "x").exists()  # nothing written before the check
+
+
+def test_schema_check_finds_broken_outputs(tmp_path):
+    out = write_dataset("mindset/weber_law", tmp_path / "w", {"preset": "lite"}, progress=False)
+    assert C.schema_problems(out) == []
+    df = pd.read_parquet(out / "annotations.parquet")
+    (out / df.file_name.iloc[0]).unlink()
+    (out / "grey_050" / "stray.png").write_bytes(b"")
+    problems = C.schema_problems(out)
+    assert any("file missing" in p for p in problems) and any("stray.png: no row" in p for p in problems)
+    df["note"] = "(0, 0, 0)"
+    df.to_parquet(out / "annotations.parquet")
+    assert any("Python reprs" in p for p in C.schema_problems(out))
+
+
+# ------------------------------------------------------------------ every MindSet dataset, present and future
+@pytest.mark.parametrize("name", sorted(MINDSET))
+def test_every_mindset_dataset_follows_the_schema(name, tmp_path):
+    """lite preset: every row a file, every file a row, typed columns, declared conditions, 224 px RGB, a
+    paper reference; byte-identical for one seed; an unknown key fails before anything is written."""
+    a = write_dataset(name, tmp_path / "a", {"preset": "lite"}, seed=5, progress=False)
+    assert C.schema_problems(a) == []
+    df = pd.read_parquet(a / "annotations.parquet")
+    assert len(df) > 0 and (df.skipped == "").all()
+    img = C.read_png(a / df.file_name.iloc[0])
+    assert img.shape == (224, 224, 3)
+    b = write_dataset(name, tmp_path / "b", {"preset": "lite"}, seed=5, workers=2, shard_size=7, progress=False)
+    assert json.loads((a / "manifest.json").read_text())["sha256"] == json.loads((b / "manifest.json").read_text())["sha256"]
+    with pytest.raises(ConfigError, match=r"unknown parameter\(s\) \['not_a_field'\]"):
+        write_dataset(name, tmp_path / "c", {"not_a_field": 1}, progress=False)
+    assert not (tmp_path / "c").exists()
+
+
+def test_cli_lists_and_generates_mindset(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "tasks.generate", "--list"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0
+    for name in MINDSET:
+        assert f"{name}: " in r.stdout
+    r = subprocess.run([sys.executable, "-m", "tasks.generate", "dataset=mindset/weber_law", f"out={tmp_path / 'w'}",
+                        "preset=lite", "progress=false"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([sys.executable, "-m", "tasks.generate", "dataset=mindset/weber_law", f"out={tmp_path / 'x'}",
+                        "canvas_size=5000"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "canvas_size=5000 is out of range [32, 2048]" in r.stderr and "Traceback" not in r.stderr
