@@ -8,8 +8,9 @@ twin :func:`rasterize_reference` is the specification it is tested against). Fro
 * line drawing — the silhouette outline plus internal lines where neighbouring pixels show different faces
   and either the depth jumps (an occluding contour) or the face normals differ by more than
   ``crease_deg`` (a crease: box edges, where a leg meets a body). Lines are drawn with a constant stroke
-  width: every output pixel within ``stroke_px / 2`` of an edge pixel is ink (coverage from a Euclidean
-  distance transform, so strokes are antialiased and equally wide everywhere);
+  width: sub-pixels within ``stroke_px / 2`` of an edge pixel are ink (a Euclidean distance transform with
+  a one-sub-pixel soft threshold, box-averaged: strokes are antialiased, equally wide everywhere, and a
+  straight stroke's ink integrates to exactly ``stroke_px`` across — tested);
 * shaded — Lambert shading of the face normals under a light from the upper left front, plus ambient.
 
 Views: ``azimuth_deg`` turns the camera about the vertical axis, counter-clockwise seen from above (0 =
@@ -216,8 +217,9 @@ def strokes(edges: np.ndarray, supersample: int, stroke_px: float) -> np.ndarray
     if not edges.any():
         return np.zeros((edges.shape[0] // supersample, edges.shape[1] // supersample), np.float32)
     dist = ndimage.distance_transform_edt(~edges)
-    # an edge pixel's centre is the line; half a supersampled pixel is the edge pixel's own extent
-    ink = dist <= stroke_px * supersample / 2 - 0.5 + 1e-9
+    # soft threshold: ink falls from 1 to 0 over one sub-pixel at distance R = half the stroke, so a
+    # straight line's ink integrates to exactly 2R sub-pixels across (a hard threshold gives only odd counts)
+    ink = np.clip(stroke_px * supersample / 2 + 0.5 - dist, 0.0, 1.0)
     return _downsample(ink.astype(np.float32), supersample)
 
 
@@ -234,3 +236,45 @@ def shaded(b: Buffers, light=(-0.5, -0.6, -0.62), ambient: float = 0.3) -> np.nd
     lam = np.clip(b.normals @ lv, 0, None)
     val = np.where(b.face >= 0, ambient + (1 - ambient) * lam[np.maximum(b.face, 0)], 0.0)
     return _downsample(val.astype(np.float32), b.supersample)
+
+
+def contact_sheet(size: int = 128, stroke_px: float = 1.5, instances: int | None = None) -> np.ndarray:
+    """uint8 [rows, cols] grey sheet of every library instance in its canonical view: one row per category,
+    each instance as line drawing then filled silhouette (black on white)."""
+    from scenes.objects import N_INSTANCES, build, categories
+
+    rows = []
+    for c in categories():
+        tiles = []
+        for i in range(1, (instances or N_INSTANCES) + 1):
+            m = build(c, i)
+            b = buffers(m.mesh, View(*m.view, longest_side=size * 0.9, canvas=(size, size)))
+            tiles += [1 - line_drawing(b, stroke_px), 1 - silhouette(b), np.ones((size, 8), np.float32)]
+        rows.append(np.concatenate(tiles, 1))
+    return (np.clip(np.concatenate(rows, 0), 0, 1) * 255 + 0.5).astype(np.uint8)
+
+
+def main(argv=None) -> int:
+    """``python -m render.drawing --sheet docs/img/objects_sheet.png``: the library's contact sheet."""
+    import argparse
+
+    from PIL import Image
+
+    ap = argparse.ArgumentParser(description="contact sheet of the procedural object library")
+    ap.add_argument("--sheet", required=True, help="output PNG path")
+    ap.add_argument("--size", type=int, default=128, help="tile size in pixels (default 128)")
+    args = ap.parse_args(argv)
+    if not 32 <= args.size <= 512:
+        print(f"error: --size={args.size} must be in [32, 512]")
+        return 2
+    from scenes.files import atomic_write_bytes
+    import io
+
+    buf = io.BytesIO()
+    Image.fromarray(contact_sheet(args.size)).save(buf, format="PNG", optimize=True)
+    atomic_write_bytes(args.sheet, buf.getvalue())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
