@@ -189,21 +189,22 @@ def edge_mask(b: Buffers, crease_deg: float = 40.0, depth_jump_px: float = 2.0) 
     jump = depth_jump_px * b.supersample
     edge = np.zeros(f.shape, bool)
     for axis in (0, 1):
-        a_sl = (slice(None, -1), slice(None)) if axis == 0 else (slice(None), slice(None, -1))
-        b_sl = (slice(1, None), slice(None)) if axis == 0 else (slice(None), slice(1, None))
-        fa, fb, da, db = f[a_sl], f[b_sl], d[a_sl], d[b_sl]
-        diff = fa != fb
-        ina, inb = fa >= 0, fb >= 0
-        both = diff & ina & inb
-        na, nb = b.normals[np.maximum(fa, 0)], b.normals[np.maximum(fb, 0)]
-        crease = both & ((na * nb).sum(-1) < cos_t)
+        fa = f[:-1] if axis == 0 else f[:, :-1]
+        fb = f[1:] if axis == 0 else f[:, 1:]
+        ra, ca = np.nonzero(fa != fb)  # only pairs that show different faces can carry a line
+        rb, cb = (ra + 1, ca) if axis == 0 else (ra, ca + 1)
+        ga, gb = f[ra, ca], f[rb, cb]
+        da, db = d[ra, ca], d[rb, cb]
+        ina, inb = ga >= 0, gb >= 0
+        both = ina & inb
+        crease = both & ((b.normals[np.maximum(ga, 0)] * b.normals[np.maximum(gb, 0)]).sum(-1) < cos_t)
         with np.errstate(invalid="ignore"):
             occl = both & (np.abs(da - db) > jump)
         # the line belongs to the object (silhouette) or to the nearer surface (occluding contour)
-        mark_a = (diff & ina & ~inb) | crease | (occl & (da <= db))
-        mark_b = (diff & inb & ~ina) | (occl & (db < da))
-        edge[a_sl] |= mark_a
-        edge[b_sl] |= mark_b
+        mark_a = (ina & ~inb) | crease | (occl & (da <= db))
+        mark_b = (inb & ~ina) | (occl & (db < da))
+        edge[ra[mark_a], ca[mark_a]] = True
+        edge[rb[mark_b], cb[mark_b]] = True
     return edge
 
 

@@ -1,0 +1,115 @@
+"""MindSet shape and object datasets (issue 14): the property each one claims, measured on its PNGs."""
+import numpy as np
+import pandas as pd
+import pytest
+
+import tasks.stimuli  # noqa: F401  (registers every generator)
+from tasks.stimuli import ConfigError, write_dataset
+from tasks.stimuli.mindset import common as C
+from tasks.stimuli.registry import get_generator, make_config
+
+
+def _ink(path) -> np.ndarray:
+    """Ink coverage of a black-on-white PNG, float [H, W] in [0, 1]."""
+    return 1 - C.luminance(C.read_png(path)) / 255
+
+
+def _gen(tmp_path, name, sub="", **params):
+    out = write_dataset(f"mindset/{name}", tmp_path / (name + sub), params, seed=3, progress=False)
+    assert C.schema_problems(out) == []
+    return out, pd.read_parquet(out / "annotations.parquet")
+
+
+def test_line_drawings_and_silhouettes_labels_and_size(tmp_path):
+    out, df = _gen(tmp_path, "silhouettes", categories=["bear", "knife"], instances=2, longest_side=150)
+    assert list(df.class_name) == ["bear", "bear", "knife", "knife"] and list(df.condition) == list(df.class_name)
+    assert list(df.imagenet_index) == [294, 294, 499, 499]
+    assert df.imagenet_indices.iloc[0] == "294 295 296 297" and str(df.imagenet_index.dtype) == "int64"
+    for f in df.file_name:
+        rows, cols = np.nonzero(_ink(out / f) > 0.5)
+        assert abs(max(np.ptp(rows), np.ptp(cols)) + 1 - 150) <= 1  # longest side in pixels
+    assert "body_h=" in df.object_params.iloc[0]
+    out2, df2 = _gen(tmp_path, "line_drawings", categories=["bear", "knife"], instances=2, longest_side=150)
+    for f, g in zip(df.file_name, df2.file_name):
+        sil, line = _ink(out / f) > 0.5, _ink(out2 / g)
+        assert line[~sil].sum() < 0.6 * line.sum()  # lines sit on the object (outline half outside at most)
+        assert line[sil].sum() > 0.5 * line.sum()
+
+
+def test_dotted_drawings_dot_spacing(tmp_path):
+    from scipy import ndimage
+
+    out, df = _gen(tmp_path, "dotted_line_drawings", categories=["bicycle", "chair"], instances=1,
+                   dot_distance=6.0, dot_radius=1.2)
+    for f, n in zip(df.file_name, df.n_dots):
+        ink = _ink(out / f)
+        lab, k = ndimage.label(ink > 0.2)
+        assert k == n, "every dot is its own blob"
+        cy, cx = np.array(ndimage.center_of_mass(ink, lab, range(1, k + 1))).T
+        d = np.hypot(cx[:, None] - cx[None], cy[:, None] - cy[None])
+        np.fill_diagonal(d, np.inf)
+        nn = d.min(1)
+        assert nn.min() >= 6.0 - 0.5 and 5.5 <= np.median(nn) <= 7.5, (nn.min(), np.median(nn))
+
+
+def test_segmented_halves_are_complementary_and_make_the_drawing(tmp_path):
+    out, df = _gen(tmp_path, "segmented_line_drawings", categories=["cat", "oven"], instances=1)
+    lines, dl = _gen(tmp_path, "line_drawings", categories=["cat", "oven"], instances=1)
+    for sid, g in df.groupby("set_id"):
+        a = _ink(out / g[g.condition == "del"].file_name.iloc[0])
+        b = _ink(out / g[g.condition == "del_complement"].file_name.iloc[0])
+        whole = _ink(lines / dl[dl.item_id == sid].file_name.iloc[0])
+        assert (np.minimum(a, b) == 0).all(), "no pixel is in both halves"
+        assert np.abs(a + b - whole).max() <= 1.5 / 255, "the union is the drawing"
+        assert 0.2 < a.sum() / whole.sum() < 0.8  # both halves carry a real share
+
+
+def test_global_change_keeps_pixel_mass(tmp_path):
+    out, df = _gen(tmp_path, "global_change", categories=["elephant", "dog"], instances=2)
+    for _, g in df.groupby("set_id"):
+        ink = {c: _ink(out / f) for c, f in zip(g.condition, g.file_name)}
+        mass = {c: v.sum() for c, v in ink.items()}
+        assert set(mass) == {"whole", "fragmented", "frankenstein"}
+        for c in ("fragmented", "frankenstein"):
+            assert abs(mass[c] - mass["whole"]) <= 1e-3 * mass["whole"], (c, mass)
+            assert np.abs(ink[c] - ink["whole"]).sum() > 0.05 * mass["whole"], f"{c} changes the shape"
+    out2, df2 = _gen(tmp_path, "global_change", "_lines", categories=["bear"], instances=1, drawing="line", fragment_gap=20)
+    m = {c: _ink(out2 / f).sum() for c, f in zip(df2.condition, df2.file_name)}
+    assert abs(m["fragmented"] - m["whole"]) <= 1e-3 * m["whole"]
+
+
+def test_viewpoint_sets_41_views_and_the_recorded_view_reproduces_the_image(tmp_path):
+    gen = get_generator("mindset/viewpoint_invariance")
+    cfg = make_config(gen, {"preset": "paper"})
+    items = list(gen.items(cfg, 0))
+    assert len(items) == 8 * 10 * 41
+    one = [it for it in items if it.set_id == "car_01"]
+    assert len({(it.params["azimuth_deg"], it.params["inclination_deg"]) for it in one}) == 41
+    out, df = _gen(tmp_path, "viewpoint_invariance", categories=["dog"], instances=1, drawing="silhouette",
+                   min_inclination=22.5, max_inclination=22.5)
+    assert len(df) == 10 and sorted(df.azimuth_deg) == [36.0 * k for k in range(10)]
+    from render.drawing import View, buffers, silhouette
+    from scenes.objects import build
+
+    m = build("dog", 1, 3)
+    for r in df.itertuples():
+        ink = _ink(out / r.file_name)
+        ref = silhouette(buffers(m.mesh, View(r.azimuth_deg, r.inclination_deg, 200, (224, 224)), 3))
+        assert np.abs(ink - ref).max() <= 1 / 255 + 1e-6
+    profiles = [(_ink(out / f) > 0.5) for f in df.file_name]
+    assert min(np.mean(a != b) for a, b in zip(profiles, profiles[1:])) > 0.005  # views differ
+
+
+@pytest.mark.parametrize("name,params,message", [
+    ("line_drawings", {"longest_side": 300}, "longest_side=300 is out of range [16, canvas_size=224]"),
+    ("silhouettes", {"categories": ["cat", "unicorn"]}, "categories='unicorn' is not allowed"),
+    ("segmented_line_drawings", {"grid_thickness": 8}, "grid_thickness=8 is out of range [1, grid_size - 1 = 7]"),
+    ("global_change", {"fragment_gap": 60}, "fragment_gap=60 is out of range [0,"),
+    ("dotted_line_drawings", {"dot_distance": 1.0}, "dot_distance=1.0 is out of range [2.0, 100.0]"),
+    ("viewpoint_invariance", {"min_inclination": 80.0, "max_inclination": 85.0}, "keep none of the view inclinations"),
+])
+def test_bad_input_fails_before_writing(tmp_path, name, params, message):
+    with pytest.raises(ConfigError) as e:
+        write_dataset(f"mindset/{name}", tmp_path / "x", params, progress=False)
+    assert message in str(e.value)
+    assert not (tmp_path / "x").exists()
