@@ -208,6 +208,29 @@ def edge_mask(b: Buffers, crease_deg: float = 40.0, depth_jump_px: float = 2.0) 
     return edge
 
 
+def edge_mask_reference(b: Buffers, crease_deg: float = 40.0, depth_jump_px: float = 2.0) -> np.ndarray:
+    """Plain twin of :func:`edge_mask`: every neighbouring pixel pair, one at a time."""
+    f, d = b.face, b.depth
+    cos_t = math.cos(math.radians(crease_deg))
+    jump = depth_jump_px * b.supersample
+    edge = np.zeros(f.shape, bool)
+    H, W = f.shape
+    for r in range(H):
+        for c in range(W):
+            for r2, c2 in ((r + 1, c), (r, c + 1)):
+                if r2 >= H or c2 >= W or f[r, c] == f[r2, c2]:
+                    continue
+                a, o = f[r, c], f[r2, c2]
+                if a < 0 or o < 0:  # silhouette: the object's pixel
+                    edge[(r, c) if a >= 0 else (r2, c2)] = True
+                    continue
+                if float(b.normals[a] @ b.normals[o]) < cos_t:
+                    edge[r, c] = True
+                if abs(d[r, c] - d[r2, c2]) > jump:
+                    edge[(r, c) if d[r, c] <= d[r2, c2] else (r2, c2)] = True
+    return edge
+
+
 def strokes(edges: np.ndarray, supersample: int, stroke_px: float) -> np.ndarray:
     """Constant-width strokes [H, W] float32 in [0, 1] from a supersampled edge mask: ink within
     ``stroke_px / 2`` output pixels of an edge pixel, antialiased by box-averaging the supersampled ink."""

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import trimesh
 
-from render.drawing import (DrawingError, View, buffers, edge_mask, line_drawing, rasterize, rasterize_reference,
+from render.drawing import (DrawingError, View, buffers, edge_mask, edge_mask_reference, line_drawing, rasterize, rasterize_reference,
                             project, silhouette)
 from scenes.objects import N_INSTANCES, ObjectError, build, categories
 
@@ -146,3 +146,11 @@ def test_procedural_silhouettes_are_named_by_a_classifier_trained_on_real_ones()
     proc, proc_y, _ = render_library(size=160)
     acc, _ = evaluate(real, real_y, proc, proc_y, "mask", "logistic")
     assert acc >= 0.3, acc
+
+
+@pytest.mark.parametrize("name", ["oven", "bird"])
+def test_edge_mask_matches_reference(name):
+    m = build(name, 2)
+    b = buffers(m.mesh, View(*m.view, longest_side=70, canvas=(80, 80)), supersample=2)
+    e = edge_mask(b)
+    assert e.sum() > 100 and np.array_equal(e, edge_mask_reference(b))
