@@ -113,3 +113,55 @@ def test_bad_input_fails_before_writing(tmp_path, name, params, message):
         write_dataset(f"mindset/{name}", tmp_path / "x", params, progress=False)
     assert message in str(e.value)
     assert not (tmp_path / "x").exists()
+
+
+def test_recorded_affine_reproduces_the_transformed_image(tmp_path):
+    """Warp the untransformed drawing with the recorded forward matrix using scikit-image (not the
+    generator's SciPy path): the PNG is reproduced; train and test rotations come from disjoint ranges."""
+    from skimage.transform import AffineTransform, warp
+
+    from tasks.stimuli.mindset._objects import object_alpha
+    from tasks.stimuli.mindset.objects_transformations import recorded_matrix
+
+    out, df = _gen(tmp_path, "transformations_2d", categories=["bicycle", "bird"], instances=1, samples=2,
+                   train_shear=[-20.0, 20.0])
+    cfg = make_config(get_generator("mindset/transformations_2d"), {})
+    assert set(df.condition) == {"train", "test"}
+    assert df[df.split == "train"].rotation.max() < 180 <= df[df.split == "test"].rotation.min()
+    for r in df.itertuples():
+        p = r._asdict()
+        base = object_alpha(cfg, p, "line")
+        M = recorded_matrix(p)
+        # skimage: (x, y) = (col, row) with pixel centres at integers -> shift by 0.5 around the matrix
+        shift = np.array([[1, 0, -0.5], [0, 1, -0.5], [0, 0, 1]])
+        fwd = shift @ M @ np.linalg.inv(shift)
+        ref = warp(base.astype(np.float64), AffineTransform(matrix=fwd).inverse, order=1, mode="constant", cval=0)
+        ink = _ink(out / r.file_name)
+        assert np.abs(ink - ref).max() < 0.02 and abs(ink.sum() - ref.sum()) < 0.002 * ref.sum() + 1
+        # the matrix is what the columns say: scale and rotation recovered from it
+        s = np.sqrt(abs(np.linalg.det(M[:2, :2])))
+        assert s == pytest.approx(r.scale, rel=1e-6)
+
+
+def test_same_different_shapes_identical_iff_same(tmp_path):
+    out, df = _gen(tmp_path, "same_different", samples=3)
+    assert len(df) == 10 * 2 * 3 and set(df.type) == set(
+        ["regular", "irregular", "open", "wider_line", "rnd_color", "filled", "open_squares", "rectangles",
+         "straight_lines", "closed_squares"])
+    for r in df.itertuples():
+        img = C.read_png(out / r.file_name).astype(int)
+        bg = np.array([r.background_r, r.background_g, r.background_b])
+        h = r.half
+        a = img[r.y1 - h:r.y1 + h, r.x1 - h:r.x1 + h]
+        b = img[r.y2 - h:r.y2 + h, r.x2 - h:r.x2 + h]
+        assert (a != bg).any() and (b != bg).any(), "both shapes are drawn inside their boxes"
+        # everything drawn lies in the two boxes
+        mask = np.zeros(img.shape[:2], bool)
+        mask[r.y1 - h:r.y1 + h, r.x1 - h:r.x1 + h] = mask[r.y2 - h:r.y2 + h, r.x2 - h:r.x2 + h] = True
+        assert (img[~mask] == bg).all()
+        if r.same:
+            assert np.array_equal(a, b), r.item_id
+        else:
+            assert np.abs(a - b).sum() > 255 * 20, r.item_id
+    colours = df[df.type == "rnd_color"][["shape_r", "shape_g", "shape_b"]].drop_duplicates()
+    assert len(colours) > 1

@@ -16,6 +16,7 @@ one seed shows the same objects.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 
@@ -94,19 +95,27 @@ def object_buffers(cfg: ObjectsConfig, p: dict):
 
 def object_alpha(cfg: ObjectsConfig, p: dict, kind: str) -> np.ndarray:
     """float32 [H, W] in [0, 1]: ``line`` (line drawing, ``cfg.stroke_width``), ``silhouette`` or
-    ``shaded`` (Lambert intensity × coverage)."""
-    from render import drawing
-
-    b = object_buffers(cfg, p)
-    if kind == "line":
-        out = drawing.line_drawing(b, cfg.stroke_width)
-    elif kind == "silhouette":
-        out = drawing.silhouette(b)
-    elif kind == "shaded":
-        out = drawing.shaded(b)
-    else:
+    ``shaded`` (Lambert intensity × coverage). Cached per process (read-only array): the sets that show one
+    object several times (segmented halves, global change, 2D transformations) render it once."""
+    if kind not in ("line", "silhouette", "shaded"):
         raise ValueError(f"kind={kind!r}; one of line, silhouette, shaded")
-    return out if cfg.antialias else (out >= 0.5).astype(np.float32)
+    return _alpha(p["class_name"], int(p["instance"]), int(p["object_seed"]), float(p["azimuth_deg"]),
+                  float(p["inclination_deg"]), float(p["longest_side"]), kind, float(cfg.stroke_width),
+                  int(cfg.canvas_size), bool(cfg.antialias))
+
+
+@functools.lru_cache(maxsize=32)
+def _alpha(category, instance, seed, az, inc, longest, kind, stroke, canvas, antialias) -> np.ndarray:
+    from render import drawing
+    from scenes.objects import build
+
+    m = build(category, instance, seed)
+    b = drawing.buffers(m.mesh, drawing.View(az, inc, longest, (canvas, canvas)), SUPERSAMPLE if antialias else 1)
+    out = {"line": lambda: drawing.line_drawing(b, stroke), "silhouette": lambda: drawing.silhouette(b),
+           "shaded": lambda: drawing.shaded(b)}[kind]()
+    out = out if antialias else (out >= 0.5).astype(np.float32)
+    out.flags.writeable = False
+    return out
 
 
 def compose(cfg: ObjectsConfig, p: dict, alpha: np.ndarray) -> np.ndarray:
