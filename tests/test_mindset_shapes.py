@@ -165,3 +165,15 @@ def test_same_different_shapes_identical_iff_same(tmp_path):
             assert np.abs(a - b).sum() > 255 * 20, r.item_id
     colours = df[df.type == "rnd_color"][["shape_r", "shape_g", "shape_b"]].drop_duplicates()
     assert len(colours) > 1
+
+
+def test_embedded_figure_contains_its_polygon_and_more(tmp_path):
+    out, df = _gen(tmp_path, "embedded_figures", samples=3)
+    assert len(df) == 5 * 3 * 2 and sorted(df.polygon_id.unique()) == [0, 1, 2, 3, 4]
+    for _, g in df.groupby("set_id"):
+        alone = C.luminance(C.read_png(out / g[g.condition == "polygon"].file_name.iloc[0]))
+        hidden = C.luminance(C.read_png(out / g[g.condition == "embedded_polygon"].file_name.iloc[0]))
+        assert (hidden >= alone).all(), "the embedded image contains the polygon pixel for pixel"
+        assert (hidden > 127).sum() > 2.5 * (alone > 127).sum(), "and much more ink (the context)"
+        on = alone > 127
+        assert on.sum() > 0 and not on[:2].any() and not on[-2:].any()  # the polygon lies inside the canvas
