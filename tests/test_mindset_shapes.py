@@ -177,3 +177,33 @@ def test_embedded_figure_contains_its_polygon_and_more(tmp_path):
         assert (hidden > 127).sum() > 2.5 * (alone > 127).sum(), "and much more ink (the context)"
         on = alone > 127
         assert on.sum() > 0 and not on[:2].any() and not on[-2:].any()  # the polygon lies inside the canvas
+
+
+@pytest.mark.parametrize("texture", ["characters", "lines"])
+def test_texture_fills_the_shape_and_nothing_else(tmp_path, texture):
+    from scipy import ndimage
+
+    out, df = _gen(tmp_path, "texturized_line_drawings", categories=["elephant", "oven"], instances=1, samples=1,
+                   texture=texture)
+    sil_out, sdf = _gen(tmp_path, "silhouettes", categories=["elephant", "oven"], instances=1)
+    for r, f in zip(df.itertuples(), sdf.file_name):
+        ink, sil = _ink(out / r.file_name), _ink(sil_out / f)
+        assert (ink <= sil + 1.5 / 255).all(), "no texture outside the shape"
+        inside = ndimage.binary_erosion(sil > 0.99, iterations=3)
+        # texture everywhere inside: every 12x12 block fully inside the shape holds ink
+        blocks = [(i, j) for i in range(0, 224, 12) for j in range(0, 224, 12) if inside[i:i + 12, j:j + 12].all()]
+        assert len(blocks) > 5
+        assert np.mean([ink[i:i + 12, j:j + 12].max() > 0.5 for i, j in blocks]) > 0.95
+        assert 0.1 < ink[inside].mean() < 0.7, "a texture, not a fill"
+
+
+def test_texturized_blobs_share_their_blob(tmp_path):
+    out, df = _gen(tmp_path, "texturized_blobs", n_blobs=3, samples=2)
+    assert len(df) == 3 * 3
+    for _, g in df.groupby("set_id"):
+        blob = C.luminance(C.read_png(out / g[g.condition == "blob"].file_name.iloc[0])) / 255
+        for f in g[g.condition == "texturized_blob"].file_name:
+            tex = C.luminance(C.read_png(out / f)) / 255
+            assert (tex <= blob + 1.5 / 255).all() and tex.sum() > 0.1 * blob.sum()
+    blobs = [C.luminance(C.read_png(out / f)) > 127 for f in df[df.condition == "blob"].file_name]
+    assert np.mean(blobs[0] != blobs[1]) > 0.01, "different blob ids are different shapes"
