@@ -3,8 +3,8 @@
     python -m benchmarks.objects_datasets [--workers 1]
 
 Each dataset is generated once (in-process, ``/dev/shm`` when it exists, so file-system cost does not
-dominate) with its ``paper`` preset restricted to two instances per category (viewpoint: one object per
-category, all 41 views). Baseline = ``mindset/weber_law`` paper preset (495 images) in the same run, so the
+dominate) with its ``paper`` preset restricted (see ``WORKLOADS``: fewer instances or samples per
+object; viewpoint: one object per category, all 41 views). Baseline = ``mindset/weber_law`` paper preset (495 images) in the same run, so the
 ratios are comparable across machines. Process CPU time (user + system) is reported beside wall time: on a
 shared machine wall > CPU. The load average is printed.
 """
@@ -24,6 +24,12 @@ WORKLOADS = [
     ("mindset/segmented_line_drawings", {"preset": "paper", "instances": 2}),
     ("mindset/global_change", {"preset": "paper", "instances": 2}),
     ("mindset/viewpoint_invariance", {"preset": "paper", "instances": 1}),
+    ("mindset/transformations_2d", {"preset": "paper", "instances": 1, "samples": 10}),
+    ("mindset/same_different", {"preset": "paper", "samples": 50}),
+    ("mindset/embedded_figures", {"preset": "paper", "samples": 20}),
+    ("mindset/texturized_line_drawings", {"preset": "paper", "instances": 1, "samples": 5}),
+    ("mindset/texturized_line_drawings", {"preset": "lines", "instances": 1, "samples": 5}),
+    ("mindset/texturized_blobs", {"preset": "paper"}),
 ]
 
 
