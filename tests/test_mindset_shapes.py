@@ -207,3 +207,17 @@ def test_texturized_blobs_share_their_blob(tmp_path):
             assert (tex <= blob + 1.5 / 255).all() and tex.sum() > 0.1 * blob.sum()
     blobs = [C.luminance(C.read_png(out / f)) > 127 for f in df[df.condition == "blob"].file_name]
     assert np.mean(blobs[0] != blobs[1]) > 0.01, "different blob ids are different shapes"
+
+
+def test_leuven_context_contains_its_shape(tmp_path):
+    out, df = _gen(tmp_path, "leuven_embedded_figures", n_shapes=4, contexts=2)
+    assert len(df) == 4 * 3
+    shapes = {}
+    for _, g in df.groupby("set_id"):
+        alone = C.luminance(C.read_png(out / g[g.condition == "shape"].file_name.iloc[0]))
+        shapes[g.shape_id.iloc[0]] = alone > 127
+        for f in g[g.condition == "context"].file_name:
+            ctx = C.luminance(C.read_png(out / f))
+            assert (ctx >= alone).all() and (ctx > 127).sum() > 1.5 * (alone > 127).sum()
+    masks = list(shapes.values())
+    assert all(np.mean(a != b) > 0.002 for i, a in enumerate(masks) for b in masks[i + 1:]), "distinct shapes"
