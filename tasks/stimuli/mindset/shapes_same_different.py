@@ -57,7 +57,8 @@ class SameDiffConfig(MindsetConfig):
 def _fourier_curve(rng, size):
     a = rng.uniform(0.08, 0.22, 3) * rng.choice([-1, 1], 3)
     ph = rng.uniform(0, 2 * np.pi, 3)
-    t = np.linspace(0, 2 * np.pi, 64, endpoint=False)
+    # 32 vertices: segments of ~4 px at the default size, smooth at 224 px and half the drawing time of 64
+    t = np.linspace(0, 2 * np.pi, 32, endpoint=False)
     r = 1 + sum(a[k] * np.cos((k + 2) * t + ph[k]) for k in range(3))
     r = r / r.max() * size / 2
     return np.stack([r * np.cos(t), r * np.sin(t)], 1)
