@@ -1,0 +1,145 @@
+"""The procedural object library: recognisable 3D objects of the 16-class ImageNet categories (Geirhos et
+al., 2018), each instance a trimesh model built from seeded parameters.
+
+``build(category, instance, seed=0)`` returns an :class:`ObjectModel`: its named parts (closed meshes with
+outward normals), the parameters drawn for it (every number that shapes it, recorded so a dataset row can
+carry them), its ImageNet class indices and the category's canonical view. Instances are a deterministic
+function of (category, instance, seed); instance numbers start at 1. Conventions are those of
+:mod:`scenes.objects.shapes` (+z up, standing on z = 0, +x the object's front). The pixels come from
+:mod:`render.drawing` (line drawing, silhouette, shaded; any azimuth and inclination).
+
+Builders live in ``animals.py``, ``vehicles.py`` and ``household.py`` and register themselves with
+:func:`category`. ImageNet indices: ``imagenet.json`` beside this file, the 16-class table of
+``tasks/data/imagenet16.json`` (tests/test_objects.py checks they are identical; the scenes layer cannot
+import tasks).
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import trimesh
+
+N_INSTANCES = 5  # instances per category the library promises (more can be built: any instance >= 1)
+
+
+class ObjectError(ValueError):
+    pass
+
+
+class Params:
+    """Draws a builder's parameters from its rng and records each by name (for the annotation tables)."""
+
+    def __init__(self, rng: np.random.Generator):
+        self.rng = rng
+        self.values: dict[str, float | int | str] = {}
+
+    def uniform(self, name: str, lo: float, hi: float) -> float:
+        v = round(float(self.rng.uniform(lo, hi)), 4)
+        self.values[name] = v
+        return v
+
+    def integer(self, name: str, lo: int, hi: int) -> int:
+        """A whole number in [lo, hi] (both included)."""
+        v = int(self.rng.integers(lo, hi + 1))
+        self.values[name] = v
+        return v
+
+    def choice(self, name: str, options):
+        v = options[int(self.rng.integers(len(options)))]
+        self.values[name] = v
+        return v
+
+
+@dataclasses.dataclass(frozen=True)
+class Category:
+    name: str
+    builder: Callable[[Params], list[tuple[str, trimesh.Trimesh]]]
+    view: tuple[float, float]  # canonical (azimuth_deg, inclination_deg): the view a drawing of it would use
+    description: str
+
+
+@dataclasses.dataclass(frozen=True)
+class ObjectModel:
+    """One instance: named closed meshes (model units, +z up, front +x), its drawn parameters, its labels."""
+
+    category: str
+    instance: int
+    seed: int
+    parts: tuple[tuple[str, trimesh.Trimesh], ...]
+    params: dict
+    imagenet_indices: tuple[int, ...]
+    view: tuple[float, float]
+
+    @functools.cached_property
+    def mesh(self) -> trimesh.Trimesh:
+        """All parts in one mesh (faces in part order; :attr:`face_part` maps a face to its part)."""
+        return trimesh.util.concatenate([m for _, m in self.parts])
+
+    @functools.cached_property
+    def face_part(self) -> np.ndarray:
+        return np.repeat(np.arange(len(self.parts)), [len(m.faces) for _, m in self.parts])
+
+    @property
+    def name(self) -> str:
+        return f"{self.category}_{self.instance:02d}"
+
+
+CATEGORIES: dict[str, Category] = {}
+
+
+def category(name: str, view: tuple[float, float], description: str):
+    """Register ``builder(params) -> [(part name, mesh), ...]`` as category ``name`` (in a builder module)."""
+    def deco(fn):
+        if name in CATEGORIES:
+            raise ValueError(f"object category {name!r} registered twice")
+        CATEGORIES[name] = Category(name, fn, (float(view[0]), float(view[1])), description)
+        return fn
+
+    return deco
+
+
+@functools.cache
+def imagenet_table() -> dict[str, tuple[int, ...]]:
+    """Category -> ILSVRC-2012 class indices (the 16-class mapping of Geirhos et al., 2018)."""
+    data = json.loads((Path(__file__).with_name("imagenet.json")).read_text())
+    return {k: tuple(int(i) for i in v) for k, v in data["categories"].items()}
+
+
+def categories() -> list[str]:
+    _load()
+    return sorted(CATEGORIES)
+
+
+def build(category: str, instance: int, seed: int = 0) -> ObjectModel:
+    """Instance ``instance`` (>= 1) of ``category``, deterministic in (category, instance, seed)."""
+    _load()
+    if category not in CATEGORIES:
+        raise ObjectError(f"object category {category!r} unknown; available: {', '.join(sorted(CATEGORIES))}")
+    for key, v, lo in (("instance", instance, 1), ("seed", seed, 0)):
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < lo:
+            raise ObjectError(f"object {category}: {key}={v!r} must be a whole number >= {lo}")
+    return _build(category, int(instance), int(seed))
+
+
+@functools.lru_cache(maxsize=256)
+def _build(category: str, instance: int, seed: int) -> ObjectModel:
+    cat = CATEGORIES[category]
+    # crc32, not hash(): stable across processes, so a category's instances do not depend on PYTHONHASHSEED
+    rng = np.random.default_rng([seed, zlib.crc32(category.encode()), instance])
+    p = Params(rng)
+    parts = cat.builder(p)
+    for part_name, m in parts:
+        if not isinstance(m, trimesh.Trimesh) or len(m.faces) == 0:
+            raise ObjectError(f"object {category}_{instance:02d}: part {part_name!r} is empty")
+    return ObjectModel(category, instance, seed, tuple(parts), dict(p.values),
+                       imagenet_table().get(category, ()), cat.view)
+
+
+def _load() -> None:
+    from . import animals, household, vehicles  # noqa: F401  (register the categories)

@@ -1,0 +1,125 @@
+"""What the MindSet shape and object datasets share: objects from the procedural library
+(``scenes/objects``) drawn by ``render/drawing.py`` instead of Baker et al.'s line drawings and silhouettes.
+
+* :class:`ObjectsConfig` — categories, instances per category, view (canonical + seeded jitter), longest
+  side in pixels, stroke width, ink colour on a white ground (the originals' black on white);
+* :func:`object_params` — one object's annotation columns: ``class_name`` (16-class ImageNet category),
+  ``imagenet_index`` (its first ILSVRC-2012 index) and ``imagenet_indices`` (all, space separated),
+  ``instance``, ``object_seed``, ``azimuth_deg``, ``inclination_deg``, ``longest_side`` and
+  ``object_params`` (the library's drawn shape parameters as ``name=value;…``);
+* :func:`object_alpha` — its line drawing / silhouette / shaded rendering as float coverage [H, W];
+* :func:`compose` — ink of a colour over the background.
+
+The object of (category, instance) is built with the dataset seed, so every object dataset generated with
+one seed shows the same objects.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import numpy as np
+
+from ..registry import ConfigError, field
+from .common import MindsetConfig, background_rgb, check_rgb, new_canvas, paint_coverage, to_uint8
+
+SUPERSAMPLE = 3  # sub-pixels per axis for the object renders (render/drawing.py)
+
+
+def library_categories() -> tuple[str, ...]:
+    from scenes.objects import categories
+
+    return tuple(categories())
+
+
+@dataclasses.dataclass(frozen=True)
+class ObjectsConfig(MindsetConfig):
+    background_color: tuple = field((255, 255, 255), "RGB 0-255 of the fixed background (white, as the "
+                                    "original drawings)", range=(0, 255))
+    ink_color: tuple = field((0, 0, 0), "RGB 0-255 of the lines / silhouette", range=(0, 255))
+    categories: tuple = field(library_categories(), "object categories (16-class ImageNet names)",
+                              choices=library_categories())
+    instances: int = field(5, "objects per category (library instances 1..n)", range=(1, 100))
+    longest_side: int = field(200, "the object's longest projected side (px)", range=(16, 2048))
+    stroke_width: float = field(2.0, "line width of line drawings (px; constant along every line)", range=(0.5, 20.0))
+    azimuth_jitter: float = field(0.0, "views: canonical azimuth + uniform ±this (deg; seeded)", range=(0.0, 180.0))
+    inclination_jitter: float = field(0.0, "views: canonical inclination + uniform ±this (deg; clipped to "
+                                      "[-90, 90])", range=(0.0, 90.0))
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_rgb("ink_color", self.ink_color)
+        if not self.categories:
+            raise ConfigError("categories=(): give at least one of " + ", ".join(library_categories()))
+        if len(set(self.categories)) != len(self.categories):
+            raise ConfigError(f"categories={self.categories!r}: a category is listed twice")
+        if self.longest_side > self.canvas_size:
+            raise ConfigError(f"longest_side={self.longest_side} is out of range [16, canvas_size={self.canvas_size}]: "
+                              "the object must fit the canvas")
+
+
+def object_params(cfg: ObjectsConfig, category: str, instance: int, seed: int, rng: np.random.Generator | None,
+                  azimuth: float | None = None, inclination: float | None = None,
+                  longest_side: float | None = None) -> dict:
+    """Annotation columns of one object view (see module docstring); the view is the category's canonical
+    one (+ seeded jitter) unless ``azimuth``/``inclination`` are given."""
+    from scenes.objects import build
+    from tasks.imagenet16 import mapping
+
+    m = build(category, instance, seed)
+    az, inc = m.view
+    if azimuth is None:
+        az += float(rng.uniform(-cfg.azimuth_jitter, cfg.azimuth_jitter)) if cfg.azimuth_jitter else 0.0
+    else:
+        az = float(azimuth)
+    if inclination is None:
+        inc += float(rng.uniform(-cfg.inclination_jitter, cfg.inclination_jitter)) if cfg.inclination_jitter else 0.0
+    else:
+        inc = float(inclination)
+    indices = mapping()["categories"].get(category, [])
+    return {"class_name": category, "imagenet_index": int(indices[0]) if indices else -1,
+            "imagenet_indices": " ".join(map(str, indices)), "instance": int(instance), "object_seed": int(seed),
+            "azimuth_deg": round(float(az), 4), "inclination_deg": round(float(np.clip(inc, -90, 90)), 4),
+            "longest_side": float(cfg.longest_side if longest_side is None else longest_side),
+            "object_params": ";".join(f"{k}={v}" for k, v in m.params.items())}
+
+
+def object_buffers(cfg: ObjectsConfig, p: dict):
+    from render.drawing import View, buffers
+    from scenes.objects import build
+
+    m = build(p["class_name"], int(p["instance"]), int(p["object_seed"]))
+    view = View(p["azimuth_deg"], p["inclination_deg"], p["longest_side"], (cfg.canvas_size, cfg.canvas_size))
+    return buffers(m.mesh, view, SUPERSAMPLE if cfg.antialias else 1)
+
+
+def object_alpha(cfg: ObjectsConfig, p: dict, kind: str) -> np.ndarray:
+    """float32 [H, W] in [0, 1]: ``line`` (line drawing, ``cfg.stroke_width``), ``silhouette`` or
+    ``shaded`` (Lambert intensity × coverage). Cached per process (read-only array): the sets that show one
+    object several times (segmented halves, global change, 2D transformations) render it once."""
+    if kind not in ("line", "silhouette", "shaded"):
+        raise ValueError(f"kind={kind!r}; one of line, silhouette, shaded")
+    return _alpha(p["class_name"], int(p["instance"]), int(p["object_seed"]), float(p["azimuth_deg"]),
+                  float(p["inclination_deg"]), float(p["longest_side"]), kind, float(cfg.stroke_width),
+                  int(cfg.canvas_size), bool(cfg.antialias))
+
+
+@functools.lru_cache(maxsize=32)
+def _alpha(category, instance, seed, az, inc, longest, kind, stroke, canvas, antialias) -> np.ndarray:
+    from render import drawing
+    from scenes.objects import build
+
+    m = build(category, instance, seed)
+    b = drawing.buffers(m.mesh, drawing.View(az, inc, longest, (canvas, canvas)), SUPERSAMPLE if antialias else 1)
+    out = {"line": lambda: drawing.line_drawing(b, stroke), "silhouette": lambda: drawing.silhouette(b),
+           "shaded": lambda: drawing.shaded(b)}[kind]()
+    out = out if antialias else (out >= 0.5).astype(np.float32)
+    out.flags.writeable = False
+    return out
+
+
+def compose(cfg: ObjectsConfig, p: dict, alpha: np.ndarray) -> np.ndarray:
+    """uint8 [H, W, 3]: ``ink_color`` over the item's background with per-pixel coverage ``alpha``."""
+    img = new_canvas(cfg.canvas_size, background_rgb(p))
+    paint_coverage(img, np.asarray(alpha, np.float32), (0, 0), cfg.ink_color)
+    return to_uint8(img)

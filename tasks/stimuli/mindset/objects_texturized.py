@@ -1,0 +1,181 @@
+"""MindSet texturized shapes (``mindset-vision.txt`` C.3): a shape shown only by a texture that fills it.
+
+* ``mindset/texturized_line_drawings`` — a library object's silhouette filled with a texture of
+  characters (``texture=characters``: random letters and digits in DejaVu Sans, size ``font_min``-
+  ``font_max`` px, each turned by a random angle in ±``max_rotation``; the original's chars variant, which
+  the authors recommend) or of short parallel lines (``texture=lines``: segments ``line_length`` px long at
+  one random slope per image, on a jittered grid every ``line_spacing`` px). No outline is drawn: the shape is
+  carried by where the texture stops. Condition = category.
+* ``mindset/texturized_blobs`` — unfamiliar smooth blobs (one per blob id and seed) shown filled
+  (``blob``) and filled with characters (``texturized_blob``); ``set_id`` = the blob, for the similarity
+  judgment "same blob texturized is closer than other blobs".
+
+Texture elements are drawn over the whole canvas and kept where the shape is (the element's coverage times
+the shape's coverage), so no ink falls outside the shape (tested) and the texture covers the whole shape.
+"""
+from __future__ import annotations
+
+import dataclasses
+import string
+
+import numpy as np
+
+from ..registry import ConfigError, Item, field
+from ._objects import ObjectsConfig, compose, library_categories, object_alpha
+from .common import (MindsetConfig, background_params, background_rgb, check_order, check_rgb, coverage, item_rng,
+                     new_canvas, paint_coverage, polygon, register_mindset, segment, text_coverage, to_uint8)
+from .objects_drawings import REFERENCE, object_items
+
+CHARACTERS = string.ascii_letters + string.digits
+
+
+@dataclasses.dataclass(frozen=True)
+class TextureFields:
+    texture: str = field("characters", "what fills the shape", choices=("characters", "lines"))
+    font_min: int = field(15, "smallest character size (px)", range=(4, 200))
+    font_max: int = field(20, "largest character size (px)", range=(4, 200))
+    max_rotation: float = field(60.0, "characters turn by a random angle in ±this (deg)", range=(0.0, 180.0))
+    line_length: float = field(7.0, "texture line length (px)", range=(1.0, 100.0))
+    line_spacing: float = field(8.0, "texture grid spacing (px)", range=(2.0, 100.0))
+    texture_width: float = field(1.5, "texture line width (px)", range=(0.5, 10.0))
+
+
+def texture_alpha(cfg, size: int, rng: np.random.Generator, where: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
+    """A texture over the whole ``size``² canvas (float32 coverage) and its annotation columns. Elements
+    whose box misses the bounding box of ``where > 0`` (the shape it will fill) are drawn from ``rng`` but not
+    rendered: the same texture, made faster."""
+    tex = np.zeros((size, size), np.float32)
+    if where is not None and (where > 0).any():
+        rows, cols = np.nonzero(where > 0)
+        box = (rows.min(), rows.max() + 1, cols.min(), cols.max() + 1)
+    else:
+        box = (0, size, 0, size)
+    if cfg.texture == "characters":
+        step = (cfg.font_min + cfg.font_max) / 2 * 0.9
+        n = 0
+        for y in np.arange(-step / 2, size + step, step):
+            for x in np.arange(-step / 2, size + step, step):
+                ch = CHARACTERS[int(rng.integers(len(CHARACTERS)))]
+                font = int(rng.integers(cfg.font_min, cfg.font_max + 1))
+                turn = float(rng.uniform(-cfg.max_rotation, cfg.max_rotation))
+                cx, cy = x + rng.uniform(-step / 4, step / 4), y + rng.uniform(-step / 4, step / 4)
+                reach = font * 1.5  # a turned glyph's half-diagonal is below 1.5 em
+                if cy + reach < box[0] or cy - reach > box[1] or cx + reach < box[2] or cx - reach > box[3]:
+                    continue
+                cov = text_coverage(ch, font, "DejaVuSans", turn)
+                h, w = cov.shape
+                r0, c0 = int(round(cy - h / 2)), int(round(cx - w / 2))
+                rs, cs, re_, ce = max(r0, 0), max(c0, 0), min(r0 + h, size), min(c0 + w, size)
+                if re_ > rs and ce > cs:
+                    block = tex[rs:re_, cs:ce]
+                    np.maximum(block, cov[rs - r0:re_ - r0, cs - c0:ce - c0], out=block)
+                    n += 1
+        return tex, {"texture": "characters", "n_elements": n}
+    slope = float(rng.uniform(0, 180))
+    d = np.array([np.cos(np.radians(slope)), np.sin(np.radians(slope))]) * cfg.line_length / 2
+    s = cfg.line_spacing
+    n = 0
+    for y in np.arange(s / 2, size, s):
+        for x in np.arange(s / 2, size, s):
+            c = np.array([x, y]) + rng.uniform(-s / 4, s / 4, 2)
+            reach = cfg.line_length / 2 + cfg.texture_width
+            if c[1] + reach < box[0] or c[1] - reach > box[1] or c[0] + reach < box[2] or c[0] - reach > box[3]:
+                continue
+            cov, (r0, c0) = coverage(segment(c - d, c + d, cfg.texture_width, "butt"), size)
+            if cov.size:
+                block = tex[r0:r0 + cov.shape[0], c0:c0 + cov.shape[1]]
+                np.maximum(block, cov, out=block)
+                n += 1
+    return tex, {"texture": "lines", "n_elements": n, "line_slope_deg": round(slope, 4)}
+
+
+def _check_texture(cfg) -> None:
+    check_order(cfg, "font_min", "font_max", strict=False)
+
+
+# ---------------------------------------------------------------------------------------------- drawings
+@dataclasses.dataclass(frozen=True)
+class TexturizedConfig(ObjectsConfig, TextureFields):
+    samples: int = field(225, "texturized images per object", range=(1, 100_000))
+
+    def __post_init__(self):
+        super().__post_init__()
+        _check_texture(self)
+
+
+def _items(cfg: TexturizedConfig, seed: int):
+    for base in object_items(cfg, seed):
+        for k in range(cfg.samples):
+            yield Item(base.condition, f"{base.item_id}_{k:05d}", {**base.params, "sample": k, "_seed": int(seed)},
+                       set_id=base.item_id if cfg.samples > 1 else "")
+
+
+def _render(cfg: TexturizedConfig, item):
+    p = item.params
+    shape = object_alpha(cfg, p, "silhouette")
+    tex, extra = texture_alpha(cfg, cfg.canvas_size, item_rng(p["_seed"], "texture", item.item_id), shape)
+    return compose(cfg, p, tex * shape), extra
+
+
+register_mindset("texturized_line_drawings", TexturizedConfig, "object shapes shown only by a texture of characters "
+                 "or short lines filling them", REFERENCE, items=_items, render=_render,
+                 conditions=library_categories(),
+                 paper={"instances": 5, "samples": 225, "texture": "characters"},
+                 lite={"instances": 1, "samples": 1, "categories": ("bicycle", "elephant")},
+                 presets={"lines": {"instances": 5, "samples": 225, "texture": "lines"}})
+
+
+# ---------------------------------------------------------------------------------------------- blobs
+@dataclasses.dataclass(frozen=True)
+class BlobConfig(MindsetConfig, TextureFields):
+    n_blobs: int = field(10, "blob shapes", range=(1, 1000))
+    samples: int = field(5, "texturized images per blob", range=(1, 100_000))
+    blob_size: float = field(150.0, "blob diameter (px)", range=(10.0, 2000.0))
+    ink_color: tuple = field((255, 255, 255), "RGB 0-255 of the blob / texture", range=(0, 255))
+
+    def __post_init__(self):
+        super().__post_init__()
+        _check_texture(self)
+        check_rgb("ink_color", self.ink_color)
+        if self.blob_size > self.canvas_size:
+            raise ConfigError(f"blob_size={self.blob_size} is out of range [10, canvas_size={self.canvas_size}]")
+
+
+def blob_points(seed: int, blob: int, size: float, centre: float) -> np.ndarray:
+    """[128, 2] outline of blob ``blob``: radius 1 + four random harmonics (orders 2-5), diameter ``size``."""
+    rng = item_rng(seed, "blob", blob)
+    t = np.linspace(0, 2 * np.pi, 128, endpoint=False)
+    r = 1 + sum(rng.uniform(0.05, 0.2) * np.cos(k * t + rng.uniform(0, 2 * np.pi)) for k in range(2, 6))
+    r = r / r.max() * size / 2
+    return np.stack([centre + r * np.cos(t), centre + r * np.sin(t)], 1)
+
+
+def _blob_items(cfg: BlobConfig, seed: int):
+    for b in range(cfg.n_blobs):
+        rng = item_rng(seed, "bg", b)
+        p = {"blob_id": b, "blob_size": float(cfg.blob_size), **background_params(cfg, rng), "_seed": int(seed)}
+        yield Item("blob", f"blob_{b:03d}", {**p, "sample": -1}, set_id=f"blob_{b:03d}")
+        for k in range(cfg.samples):
+            yield Item("texturized_blob", f"blob_{b:03d}_tex_{k:04d}", {**p, "sample": k}, set_id=f"blob_{b:03d}")
+
+
+def _blob_render(cfg: BlobConfig, item):
+    p = item.params
+    size = cfg.canvas_size
+    pts = blob_points(p["_seed"], p["blob_id"], cfg.blob_size, size / 2)
+    cov, (r0, c0) = coverage(polygon(pts), size, cfg.antialias)
+    shape = np.zeros((size, size), np.float32)
+    shape[r0:r0 + cov.shape[0], c0:c0 + cov.shape[1]] = cov
+    extra = {}
+    if item.condition == "texturized_blob":
+        tex, extra = texture_alpha(cfg, size, item_rng(p["_seed"], "texture", item.item_id), shape)
+        shape = tex * shape
+    img = new_canvas(size, background_rgb(p))
+    paint_coverage(img, shape, (0, 0), cfg.ink_color)
+    return to_uint8(img), extra
+
+
+register_mindset("texturized_blobs", BlobConfig, "unfamiliar blobs filled, and filled with a texture of characters",
+                 "mindset-vision.txt C.3", items=_blob_items, render=_blob_render,
+                 conditions=("blob", "texturized_blob"), paper={"n_blobs": 10, "samples": 5},
+                 lite={"n_blobs": 2, "samples": 1})
