@@ -1,0 +1,43 @@
+"""``python -m eval ood|decoder|similarity``: the MindSet and model-vs-human methods (issue 15).
+
+Each command parses its Hydra config (``configs/eval_<name>.yaml``, shared settings from
+``configs/eval/common.yaml``) and calls one library function; bad input ends with ``error: ...`` (exit 2).
+"""
+from __future__ import annotations
+
+from .cli import _container, _fail, command
+
+
+def _weights(c: dict):
+    from .zoo import WeightsSpec
+
+    return WeightsSpec(pretrained=bool(c["pretrained"]) and not c["weights"], file=c["weights"],
+                       init_seed=int(c["init_seed"]))
+
+
+@command("ood", "ImageNet OOD / 16-class decisions    model=<id> task=<stimulus folder> out=<results dir>")
+def ood_job(cfg) -> None:
+    from .ood import OODConfig, load_classifier, ood_tasks, run_ood
+    from .tasks import TaskError
+    from .zoo import WeightsUnavailable, ZooError, resolve_preprocess
+
+    c = _container(cfg)
+    try:
+        settings = dict(c["ood"])
+        settings["seeds"] = tuple(settings["seeds"])
+        ocfg = OODConfig(**settings)
+        tasks = ood_tasks(c["task"], ocfg.decision, c["target"], c.get("conditions"), c.get("datasets"))
+        clf = load_classifier(c["model"], _weights(c), resolve_preprocess(c["preprocess"], "ood"),
+                              tuple(c.get("taps") or ()), c["device"], c["hub"], c.get("model_kwargs") or {})
+    except (ZooError, WeightsUnavailable, TaskError, ValueError, TypeError) as e:
+        _fail(str(e))
+    for task in tasks:
+        try:
+            summ = run_ood(task, clf, c["model"], ocfg, c["out"], c["cache_dir"], c["batch_size"], c["device"],
+                           c["progress"], config_extra={"zoo": (c.get("zoo") or {}).get("name")})
+        except (ValueError, RuntimeError) as e:
+            _fail(str(e))
+        r = summ.iloc[0]
+        print(f"{c['model']} {task.name}: accuracy {r.accuracy:.3f} [{r.accuracy_ci_low:.3f}, {r.accuracy_ci_high:.3f}] "
+              f"top-5 {r.top5_accuracy:.3f} over {int(r.n)} images ({ocfg.decision}, {ocfg.aggregation})")
+    print(f"trials in {c['out']}; compare with humans: python -m eval stats results={c['out']} humans=<model-vs-human trials>")
