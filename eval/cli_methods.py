@@ -41,3 +41,32 @@ def ood_job(cfg) -> None:
         print(f"{c['model']} {task.name}: accuracy {r.accuracy:.3f} [{r.accuracy_ci_low:.3f}, {r.accuracy_ci_high:.3f}] "
               f"top-5 {r.top5_accuracy:.3f} over {int(r.n)} images ({ocfg.decision}, {ocfg.aggregation})")
     print(f"trials in {c['out']}; compare with humans: python -m eval stats results={c['out']} humans=<model-vs-human trials>")
+
+
+@command("decoder", "decoders at several depths           model=<id> task=<generated dir> decoder.targets=[col] out=<dir>")
+def decoder_job(cfg) -> None:
+    from .cli import _load
+    from .decoders import DecoderConfig, decoder_features, load_decoder_data, run_decoders
+    from .embeddings import EmbeddingError
+    from .tasks import TaskError
+    from .zoo import WeightsUnavailable, ZooError
+
+    c = _container(cfg)
+    try:
+        settings = dict(c["decoder"])
+        for k in ("seeds", "targets", "train_conditions", "test_conditions", "features"):
+            settings[k] = tuple(settings.get(k) or ())
+        dcfg = DecoderConfig(**settings)
+        data = load_decoder_data(c["task"], dcfg)
+        loaded = _load(c, "generated")
+        X, key = decoder_features(loaded, data, dcfg, c["cache_dir"], c["batch_size"], c["device"], c["progress"])
+        summ = run_decoders(data, X, key, c["model"], dcfg, c["out"], loaded.run_identity(),
+                            c.get("epochs_per_invocation"), {"zoo": (c.get("zoo") or {}).get("name")})
+    except (ZooError, WeightsUnavailable, TaskError, EmbeddingError, ValueError, TypeError) as e:
+        _fail(str(e))
+    if summ is None:
+        print(f"paused after {c['epochs_per_invocation']} epoch(s); run the same command again to resume")
+        return
+    for _, r in summ.iterrows():
+        print(f"{c['model']} {r.feature} seed {r.seed} {r.condition} {r.target}: {r.metric} {r.value:.3f} "
+              f"[{r.ci_low:.3f}, {r.ci_high:.3f}] (n={r.n}, best epoch {r.best_epoch})")
