@@ -70,3 +70,28 @@ def decoder_job(cfg) -> None:
     for _, r in summ.iterrows():
         print(f"{c['model']} {r.feature} seed {r.seed} {r.condition} {r.target}: {r.metric} {r.value:.3f} "
               f"[{r.ci_low:.3f}, {r.ci_high:.3f}] (n={r.n}, best epoch {r.best_epoch})")
+
+
+@command("similarity", "similarity judgment per layer       model=<id> task=<generated dir> similarity.reference=<level> out=<dir>")
+def similarity_job(cfg) -> None:
+    from .cli import _load
+    from .similarity import SimilarityConfig, run_similarity
+    from .tasks import TaskError
+    from .zoo import WeightsUnavailable, ZooError
+
+    c = _container(cfg)
+    try:
+        settings = dict(c["similarity"])
+        for k in ("comparisons", "match", "layers", "scale"):
+            settings[k] = tuple(settings.get(k) or ())
+        scfg = SimilarityConfig(**settings)
+        loaded = _load(c, "generated")
+        out = run_similarity(loaded, c["task"], c["model"], scfg, c["out"], {"zoo": (c.get("zoo") or {}).get("name")})
+    except (ZooError, WeightsUnavailable, TaskError, ValueError, TypeError) as e:
+        _fail(str(e))
+    s = out["summary"]
+    last = s[s["layer_index"] == s["layer_index"].max()]
+    for _, r in last.iterrows():
+        print(f"{c['model']} {r.layer} {r.comparison_level}: mean {scfg.metric} distance {r.mean_distance:.4f} "
+              f"[{r.ci_low:.4f}, {r.ci_high:.4f}] over {r.n} pairs")
+    print(f"{len(out['distances'])} distances ({s['layer'].nunique()} layers) in {c['out']}/similarity/")

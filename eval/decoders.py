@@ -355,8 +355,9 @@ def rmse_ci(errors, n_boot: int = 10_000, ci: float = 0.95, seed: int = 0) -> tu
 # a run: seeds, tables, resumable
 
 
-def _write(results: Path, kind: str, rid: str, df: pd.DataFrame) -> None:
-    """``results/<kind>/<rid>.parquet``, written to a temporary name and linked into place (never replaced)."""
+def append_part(results: Path, kind: str, rid: str, df: pd.DataFrame) -> None:
+    """``results/<kind>/<rid>.parquet`` for a method table outside the trial schema (decoder predictions,
+    similarity distances), written to a temporary name and linked into place (never replaced)."""
     import uuid
 
     final = Path(results) / kind / f"{rid}.parquet"
@@ -449,8 +450,8 @@ def run_decoders(data: DecoderData, X: dict[str, np.ndarray], features_key: str,
                 for n, g in trials.groupby("feature", sort=False)], ignore_index=True)
             R.write_part(results_dir, "trials", rid, trials)
             R.write_part(results_dir, "summary", rid, std)
-        _write(results_dir, "decoder", rid, preds_df)
-        _write(results_dir, "decoder_summary", rid, summary)  # last: its presence marks the run finished
+        append_part(results_dir, "decoder", rid, preds_df)
+        append_part(results_dir, "decoder_summary", rid, summary)  # last: its presence marks the run finished
         out.append(summary)
     return pd.concat(out, ignore_index=True)
 
