@@ -15,7 +15,7 @@ def _weights(c: dict):
                        init_seed=int(c["init_seed"]))
 
 
-@command("ood", "ImageNet OOD / 16-class decisions    model=<id> task=<stimulus folder> out=<results dir>")
+@command("ood", "ImageNet OOD / 16-class decisions   model=<id> task=<stimulus folder> out=<results dir>")
 def ood_job(cfg) -> None:
     from .ood import OODConfig, load_classifier, ood_tasks, run_ood
     from .tasks import TaskError
@@ -43,7 +43,7 @@ def ood_job(cfg) -> None:
     print(f"trials in {c['out']}; compare with humans: python -m eval stats results={c['out']} humans=<model-vs-human trials>")
 
 
-@command("decoder", "decoders at several depths           model=<id> task=<generated dir> decoder.targets=[col] out=<dir>")
+@command("decoder", "decoders at several depths          model=<id> task=<generated dir> decoder.targets=[col] out=<dir>")
 def decoder_job(cfg) -> None:
     from .cli import _load
     from .decoders import DecoderConfig, decoder_features, load_decoder_data, run_decoders

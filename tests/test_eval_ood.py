@@ -33,22 +33,25 @@ MVH = _shared_data() / "human-trials" / "model-vs-human"
 CATS = categories()
 
 # A "model" that answers from a lookup table: image k (its pixel values encode k) gets a logit spike on the
-# first ImageNet index of the category in `answers[k]`. Preprocessing is the identity on 8x8 images.
+# first ImageNet index of the category in `answers[k]` (and half a spike on the index `second[k]`, if given). Preprocessing is the identity on 8x8 images.
 LOOKUP = '''
 import torch, torch.nn as nn
 from tasks.imagenet16 import categories, mapping
 
-def lookup(answers=(), spike=20.0):
+def lookup(answers=(), spike=20.0, second=None):
     first = [mapping()["categories"][c][0] for c in categories()]
     class Lookup(nn.Module):
         def __init__(self):
             super().__init__()
             self.table = torch.tensor([first[a] for a in answers], dtype=torch.long)
+            self.second = None if second is None else torch.tensor(second, dtype=torch.long)
             self.vantage_data_config = {"input_size": (3, 8, 8), "mean": (0.0, 0.0, 0.0), "std": (1.0, 1.0, 1.0),
                                         "interpolation": "nearest", "crop_pct": 1.0}
         def forward(self, x):
             k = (x[:, 0, 0, 0] * 255).round().long() * 256 + (x[:, 1, 0, 0] * 255).round().long()
             out = torch.zeros(len(x), 1000)
+            if self.second is not None:  # an ImageNet index with half the spike: the runner-up
+                out[torch.arange(len(x)), self.second[k]] = spike / 2
             out[torch.arange(len(x)), self.table[k]] = spike
             return out
     return Lookup()
@@ -265,3 +268,27 @@ def test_efficientnet_lite0_classifies_generated_distortions_above_chance(tmp_pa
     acc = t.groupby("condition")["correct"].mean()
     assert acc["c100"] == 1.0 and acc[["c100", "c50", "c30"]].mean() > 0.75
     assert acc["c01"] < acc["c100"]
+
+
+def test_imagenet_decision_scores_top1_and_top5_against_index_labels(tmp_path, lookup_module):
+    """MindSet's OOD method: labels are ILSVRC-2012 indices in an annotation column; top-1 and top-5."""
+    first = [mapping()["categories"][c][0] for c in CATS]
+    answers = [0, 1, 2, 3]  # the model spikes on first[answers[k]] for image k
+    labels = [first[0], first[1], 999, 7]  # right, right, wrong, wrong (but 7 is the runner-up: top-5)
+    rows = []
+    for k, lab in enumerate(labels):
+        write_code_image(tmp_path / "d" / f"img{k}.png", k)
+        rows.append({"file_name": f"img{k}.png", "dataset": "mindset_ood", "condition": "silhouette" if k % 2 else "photo",
+                     "item_id": f"img{k}", "set_id": "", "seed": 0, "imagenet_index": lab})
+    pd.DataFrame(rows).to_parquet(tmp_path / "d" / "annotations.parquet", index=False)
+    with pytest.raises(Exception, match="not among the 16"):
+        ood_tasks(tmp_path / "d", target="imagenet_index")
+    (task,) = ood_tasks(tmp_path / "d", decision="imagenet", target="imagenet_index")
+    assert task.name == "mindset_ood" and len(task.classes) == 1000
+    clf = load_classifier(lookup_module, kwargs={"answers": answers, "second": [500, 500, 500, 7]})
+    summ = run_ood(task, clf, lookup_module, OODConfig(decision="imagenet", n_boot=200), tmp_path / "res",
+                   cache_dir=tmp_path / "c", progress=False)
+    t = read_results(tmp_path / "res")
+    assert list(t["correct"]) == [True, True, False, False] and set(t["feature"]) == {"logits:imagenet:none"}
+    assert list(t["response"]) == [str(first[a]) for a in answers]
+    assert summ["top5_accuracy"].iloc[0] == 0.75 and summ["accuracy"].iloc[0] == 0.5
