@@ -5,6 +5,7 @@
 2. decoder training on cached features: <= 1 minute per dataset (``--items``).
 
     python benchmarks/methods.py [--pairs 1000] [--items 3000] [--baseline-pairs 20] [--only similarity|decoders]
+                                 [--threads N] [--work DIR]
 
 Similarity: ``timm:resnet18`` (random weights; speed does not depend on them) on 224×224 noise images in
 matched sets of a reference and two comparison levels (so 1,000 pairs = 500 sets = 1,500 images), at 10
@@ -14,6 +15,9 @@ pair, as the original), timed on ``--baseline-pairs`` pairs just before and proj
 Decoders: six regression decoders (raw pixels 16×16×3 and ResNet-18's widths 64, 128, 256, 512, 512) on
 ``--items`` synthetic cached feature rows with a learnable target, 100 epochs at most, early stopping;
 its baseline is the same six decoders trained one at a time.
+
+Wall time and this process's CPU time (``time.process_time``, all its threads) are both printed: on a
+shared machine the wall time mostly measures the other processes.
 """
 from __future__ import annotations
 
@@ -68,16 +72,18 @@ def bench_similarity(n_pairs: int, n_base: int, work: Path) -> None:
     ann = pd.read_parquet(data / "annotations.parquet")
     pairs = make_pairs(ann, "condition", "reference")
     print(f"threads {torch.get_num_threads()}, load average {os.getloadavg()}", flush=True)
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     similarity_reference(loaded, data, pairs.head(n_base), list(LAYERS), cfg)
-    per_pair_ref = (time.perf_counter() - t) / n_base
-    t = time.perf_counter()
+    ref_wall, ref_cpu = (time.perf_counter() - t) / n_base, (time.process_time() - c) / n_base
+    t, c = time.perf_counter(), time.process_time()
     d = pair_distances(loaded, data, pairs, list(LAYERS), cfg)
-    fast = time.perf_counter() - t
-    print(f"similarity: {len(pairs)} pairs x {len(LAYERS)} layers ({len(d)} distances): {fast:.1f} s "
-          f"({fast / len(pairs) * 1000:.1f} ms/pair); plain twin {per_pair_ref * 1000:.1f} ms/pair "
-          f"-> projected {per_pair_ref * len(pairs):.1f} s; speed-up x{per_pair_ref * len(pairs) / fast:.1f}; "
-          f"load average after {os.getloadavg()}", flush=True)
+    fast, fast_cpu = time.perf_counter() - t, time.process_time() - c
+    n = len(pairs)
+    print(f"similarity: {n} pairs x {len(LAYERS)} layers ({len(d)} distances): wall {fast:.1f} s, CPU {fast_cpu:.1f} s "
+          f"(both threads; {fast_cpu / 2:.1f} s of 2 free cores); plain twin per pair: wall {ref_wall * 1000:.0f} ms, "
+          f"CPU {ref_cpu * 1000:.0f} ms -> projected wall {ref_wall * n:.0f} s, CPU {ref_cpu * n:.0f} s; speed-up "
+          f"x{ref_wall * n / fast:.1f} (wall), x{ref_cpu * n / fast_cpu:.1f} (CPU); load average {os.getloadavg()}",
+          flush=True)
 
 
 def bench_decoders(n_items: int) -> None:
@@ -95,16 +101,16 @@ def bench_decoders(n_items: int) -> None:
         X[k] = a
     split = rng.choice(["train", "val", "test"], size=n_items, p=[0.65, 0.15, 0.2])
     cfg = DecoderConfig(targets=("y",), task_type="regression", epochs=100, patience=10)
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     for k in X:
         train_decoders({k: X[k]}, y, split, "regression", 1, cfg, seed=0)
-    alone = time.perf_counter() - t
-    t = time.perf_counter()
+    alone, alone_cpu = time.perf_counter() - t, time.process_time() - c
+    t, c = time.perf_counter(), time.process_time()
     fit = train_decoders(X, y, split, "regression", 1, cfg, seed=0)
-    joint = time.perf_counter() - t
-    print(f"decoders: 6 on {n_items} items ({(split == 'train').sum()} train), epochs run "
-          f"{dict(fit.epochs_run)}: jointly {joint:.1f} s; one at a time {alone:.1f} s (x{alone / joint:.2f}); "
-          f"load average {os.getloadavg()}", flush=True)
+    joint, joint_cpu = time.perf_counter() - t, time.process_time() - c
+    print(f"decoders: 6 on {n_items} items ({(split == 'train').sum()} train), epochs run {dict(fit.epochs_run)}: "
+          f"jointly wall {joint:.1f} s, CPU {joint_cpu:.1f} s; one at a time wall {alone:.1f} s, CPU {alone_cpu:.1f} s "
+          f"(x{alone_cpu / joint_cpu:.2f} CPU); load average {os.getloadavg()}", flush=True)
 
 
 def main() -> None:
@@ -113,8 +119,13 @@ def main() -> None:
     ap.add_argument("--baseline-pairs", type=int, default=20)
     ap.add_argument("--items", type=int, default=3000)
     ap.add_argument("--only", choices=("similarity", "decoders"))
+    ap.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0 = torch's default)")
     ap.add_argument("--work", default=None, help="folder for the generated images (default: a temporary folder)")
     a = ap.parse_args()
+    if a.threads:  # one thread: CPU time = compute time, without the spin-waits of a descheduled partner thread
+        import torch
+
+        torch.set_num_threads(a.threads)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(a.work or tmp)
         if a.only != "similarity":
