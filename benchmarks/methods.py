@@ -80,7 +80,7 @@ def bench_similarity(n_pairs: int, n_base: int, work: Path) -> None:
     fast, fast_cpu = time.perf_counter() - t, time.process_time() - c
     n = len(pairs)
     print(f"similarity: {n} pairs x {len(LAYERS)} layers ({len(d)} distances): wall {fast:.1f} s, CPU {fast_cpu:.1f} s "
-          f"(both threads; {fast_cpu / 2:.1f} s of 2 free cores); plain twin per pair: wall {ref_wall * 1000:.0f} ms, "
+          f"({torch.get_num_threads()} thread(s)); plain twin per pair: wall {ref_wall * 1000:.0f} ms, "
           f"CPU {ref_cpu * 1000:.0f} ms -> projected wall {ref_wall * n:.0f} s, CPU {ref_cpu * n:.0f} s; speed-up "
           f"x{ref_wall * n / fast:.1f} (wall), x{ref_cpu * n / fast_cpu:.1f} (CPU); load average {os.getloadavg()}",
           flush=True)
