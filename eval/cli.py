@@ -198,6 +198,7 @@ def expand_zoo(argv: list[str]) -> list[str]:
 # so a command defined in such a module sweeps like the built-in ones.
 COMMAND_MODULES: tuple[str, ...] = (
     "eval.cli_report",
+    "eval.cli_methods",  # ood, decoder, similarity (issue 15)
 )
 
 

@@ -4,6 +4,7 @@ since. The registry itself (``METHODS``, ``register_method``, the ``Method`` con
 from __future__ import annotations
 
 from . import finetune, probe  # noqa: F401  (the built-in methods register themselves on import)
+from . import ood  # noqa: F401  (issue 15)
 from .runner import METHODS, Method
 
 

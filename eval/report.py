@@ -12,7 +12,8 @@ or a table already in the trial schema) and a zoo list with ImageNet top-1, and 
   ``pooled``: all trials at once) — the column ``aggregation`` records which;
 * ``benchmark.csv`` / ``benchmark_mean.csv`` — model-vs-human's four metrics (κ, observed consistency,
   squared accuracy difference, OOD accuracy) per dataset and as the mean over datasets, for humans and
-  every model with trials on those datasets;
+  every model with trials on those datasets; the mean table ranks the models per metric and by their mean
+  rank (the human row is the ceiling); ``shape_bias.csv`` when there are cue-conflict trials;
 * ``identities.csv`` — every (model id, weights, preprocessing, feature, method config) in the folder;
   one model id with several identities is reported as several observers, never pooled;
 * ``task_differences.csv`` — paired sign-flip tests between tasks over the models both were run on;
@@ -159,6 +160,8 @@ def run_stats(c: dict) -> Path:
     tables["error_consistency"], tables["human_ceiling"] = consistency_tables(sel, aggregation)
     if humans is not None:
         tables["benchmark"], tables["benchmark_mean"] = _benchmark(sel, aggregation)
+        if (sel["task"] == "cue-conflict").any():  # model-vs-human's shape bias (issue 15)
+            tables["shape_bias"] = stats.shape_bias(sel[sel["task"] == "cue-conflict"])
     tables["task_differences"] = task_differences(summary, split, seed) if not summary.empty else pd.DataFrame()
     zoo = zoo_table(c["zoo"]) if c.get("zoo") else None
     if zoo is not None and "imagenet_top1" in zoo.columns:
@@ -180,7 +183,8 @@ def run_stats(c: dict) -> Path:
               "error_consistency": "Error consistency (model vs each human)",
               "human_ceiling": "Human-human error consistency (ceiling)",
               "benchmark": "Model-vs-human metrics per dataset",
-              "benchmark_mean": "Model-vs-human metrics, mean over datasets",
+              "benchmark_mean": "Model-vs-human metrics, mean over datasets (models ranked per metric; humans = ceiling)",
+              "shape_bias": "Shape bias on cue-conflict images",
               "task_differences": "Paired sign-flip tests between tasks", "imagenet_correlation":
               "Correlation with ImageNet top-1"}
     for name, df in tables.items():

@@ -402,7 +402,54 @@ def benchmark_tables(trials: pd.DataFrame, aggregation: str = "model-vs-human",
     means = per.groupby(["observer", "observer_type", "aggregation"], as_index=False, sort=False).agg(
         kappa=("kappa", "mean"), c_obs=("c_obs", "mean"), acc_diff_sq=("acc_diff_sq", "mean"),
         ood_accuracy=("ood_accuracy", "mean"), datasets=("task", "nunique"))
-    return per, means
+    return per, benchmark_ranks(means)
+
+
+# model-vs-human's benchmark metrics and whether a higher value is better
+BENCHMARK_METRICS = {"kappa": True, "c_obs": True, "acc_diff_sq": False, "ood_accuracy": True}
+
+
+def benchmark_ranks(means: pd.DataFrame) -> pd.DataFrame:
+    """``means`` (one row per observer, mean over datasets) with ``rank_<metric>`` per model-vs-human metric
+    among the *models* (1 = best: highest κ, observed consistency and OOD accuracy, lowest squared accuracy
+    difference; ties share the lower rank) and ``mean_rank``, their mean — the benchmark table of
+    model-vs-human (Geirhos et al., 2021). The human row (the ceiling) is not ranked (NaN)."""
+    out = means.copy()
+    models = out["observer_type"] == "model"
+    for metric, higher in BENCHMARK_METRICS.items():
+        out[f"rank_{metric}"] = float("nan")
+        out.loc[models, f"rank_{metric}"] = out.loc[models, metric].rank(ascending=not higher, method="min")
+    out["mean_rank"] = out[[f"rank_{m}" for m in BENCHMARK_METRICS]].mean(axis=1, skipna=False)
+    return out.sort_values(["observer_type", "mean_rank"], ascending=[True, True], kind="stable",
+                           na_position="first").reset_index(drop=True)
+
+
+def cue_conflict_texture(item_id: str) -> str:
+    """The texture category of a cue-conflict image id ``<shape><n>-<texture><n>`` (``bird3-clock2`` → ``clock``)."""
+    parts = str(item_id).split("-")
+    if len(parts) != 2:
+        raise StatsError(f"cue-conflict image id {item_id!r}: expected <shape><n>-<texture><n>")
+    return parts[1].rstrip("0123456789")
+
+
+def shape_bias(trials: pd.DataFrame) -> pd.DataFrame:
+    """Shape bias per observer on cue-conflict trials (Geirhos et al., 2019; model-vs-human's rule): images
+    whose shape and texture categories are the same are left out; of the remaining trials answered with
+    the shape category (``label``) or the texture category (from ``item_id``), the fraction answered with
+    the shape. Columns ``observer``, ``observer_type``, ``shape_bias``, ``shape_hits``, ``texture_hits``,
+    ``trials`` (kept trials)."""
+    t = trials.copy()
+    t["texture"] = t["item_id"].map(cue_conflict_texture)
+    t = t[t["texture"] != t["label"].astype(str)]
+    rows = []
+    for (obs, kind), g in t.groupby(["observer", "observer_type"], sort=True):
+        shape = int((g["response"] == g["label"]).sum())
+        texture = int((g["response"] == g["texture"]).sum())
+        rows.append({"observer": obs, "observer_type": kind,
+                     "shape_bias": shape / (shape + texture) if shape + texture else float("nan"),
+                     "shape_hits": shape, "texture_hits": texture, "trials": len(g)})
+    return pd.DataFrame(rows, columns=["observer", "observer_type", "shape_bias", "shape_hits", "texture_hits",
+                                       "trials"])
 
 
 # --------------------------------------------------------------------------------------------------
