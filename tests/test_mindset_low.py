@@ -128,7 +128,8 @@ def test_amodal_matched_sets_differ_only_where_manipulated(tmp_path):
         diff = (im["occlusion"] != im["notched"]).any(-1)
         assert not diff[~(near | far)].any()
         # the occluder is whole in all three images (same count of its colour, up to its antialiased rim)
-        colour = np.array([r.circle_r, r.circle_g, r.circle_b] if top == "circle" else [r.square_r, r.square_g, r.square_b])
+        colour = np.array([r.circle_r, r.circle_g, r.circle_b] if top == "circle"
+                          else [r.square_r, r.square_g, r.square_b])
         counts = [(im[c] == colour).all(-1).sum() for c in ("occlusion", "notched", "unoccluded")]
         assert max(counts) - min(counts) <= 0.03 * max(counts)
         assert 0.1 < r.hidden_fraction < 0.4
@@ -255,7 +256,8 @@ def test_nap_vs_mp_lines_measured(tmp_path):
         if fam == "touch":
             assert m["nap"] == 0 and m["mp"] - m["reference"] == pytest.approx(ref * scale, abs=1.5)
         elif fam == "parallel":
-            assert m["nap"] < 1.0 and m["reference"] == pytest.approx(ref, abs=1.0) and m["mp"] == pytest.approx(2 * ref, abs=1.0)
+            assert m["nap"] < 1.0 and m["reference"] == pytest.approx(ref, abs=1.0)
+            assert m["mp"] == pytest.approx(2 * ref, abs=1.0)
         elif fam == "collinear":
             assert m["nap"] < 0.3 and m["reference"] == pytest.approx(ref * scale, abs=0.5)
             assert m["mp"] == pytest.approx(2 * ref * scale, abs=0.5)

@@ -51,7 +51,8 @@ class AmodalConfig(MindsetConfig):
         need = 2 * np.sqrt(2) * self.max_size + self.gap + 4  # the moved-away pair side by side, worst case
         if need > self.canvas_size:
             raise ConfigError(f"max_size={self.max_size} with gap={self.gap} does not fit a canvas_size="
-                              f"{self.canvas_size} canvas (needs 2.83 × max_size + gap + 4 = {need:.0f} px); lower them")
+                              f"{self.canvas_size} canvas (needs 2.83 × max_size + gap + 4 = {need:.0f} px); "
+                              "lower them")
 
 
 def _extent(kind: str, size: float, angle: float) -> float:

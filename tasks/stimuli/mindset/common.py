@@ -69,8 +69,8 @@ def register_mindset(short: str, Config: type, description: str, reference: str,
     ``reference`` names the paper section (e.g. ``"mindset-vision.txt C.1.1; Jacob et al. 2021"``);
     ``conditions`` is the dataset's full condition vocabulary (every item's ``condition`` must be one of
     them; names match :data:`CONDITION_PATTERN`), or for a parametric vocabulary one regular expression
-    that every condition must match in full (e.g. ``r"grey_[0-9]{3}"``); ``paper`` and ``lite`` are the two required presets
-    (further ``presets`` may be added); ``test_params`` defaults to ``lite``. ``--list`` shows the
+    that every condition must match in full (e.g. ``r"grey_[0-9]{3}"``); ``paper`` and ``lite`` are the two
+    required presets (further ``presets`` may be added); ``test_params`` defaults to ``lite``. ``--list`` shows the
     description, the reference and the conditions.
     """
     name = dataset_name(short)
@@ -229,7 +229,9 @@ def segment(p0, p1, width: float, cap: str = "butt") -> Shape:
 
     def inside(x, y):
         if length == 0:
-            return ((x - ax) ** 2 + (y - ay) ** 2 <= h * h) if cap == "round" else np.zeros(np.broadcast_shapes(np.shape(x), np.shape(y)), bool)
+            if cap == "round":
+                return (x - ax) ** 2 + (y - ay) ** 2 <= h * h
+            return np.zeros(np.broadcast_shapes(np.shape(x), np.shape(y)), bool)
         ux, uy = dx / length, dy / length
         t = (x - ax) * ux + (y - ay) * uy  # along the segment, px from p0
         n = (x - ax) * -uy + (y - ay) * ux  # across

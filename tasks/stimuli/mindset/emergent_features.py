@@ -26,7 +26,7 @@ import dataclasses
 import numpy as np
 
 from ..registry import ConfigError, Item, field
-from .common import (MindsetConfig, background_params, background_rgb, disc, item_rng, new_canvas, paint,
+from .common import (MindsetConfig, background_params, background_rgb, check_rgb, disc, item_rng, new_canvas, paint,
                      register_mindset, rgb_columns, to_uint8)
 
 FEATURES = ("single", "proximity", "orientation", "linearity")
@@ -43,8 +43,6 @@ class EmergentConfig(MindsetConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        from .common import check_rgb
-
         check_rgb("dot_color", self.dot_color)
         if self.canvas_size - 2 * self.border < 3 * self.min_dot_distance:
             raise ConfigError(f"border={self.border} and min_dot_distance={self.min_dot_distance} leave no room on "

@@ -331,5 +331,6 @@ register_mindset("nap_vs_mp_geons", GeonConfig,
                  "silhouette pixel change, shaded / outline / silhouette",
                  "mindset-vision.txt C.1.8; Kayaert, Biederman & Vogels 2003", items=items, render=render,
                  conditions=[f"{r}_{o}" for r in RENDERINGS for o in ROLES],
-                 paper={"items": list(range(len(ITEMS))), "renderings": list(RENDERINGS)}, lite={"items": [6, 8]}, random=False,
+                 paper={"items": list(range(len(ITEMS))), "renderings": list(RENDERINGS)}, lite={"items": [6, 8]},
+                 random=False,
                  figure="procedural geons (trimesh), after Amir, Biederman & Hayworth 2012")

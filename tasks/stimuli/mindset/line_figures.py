@@ -187,7 +187,8 @@ def nap_items(cfg: LineFigureConfig, seed: int):
     for k, it in enumerate(data["items"]):
         f = data["families"][it["family"]]
         for cond in NAP_CONDITIONS:
-            yield Item(cond, f"{cond}_{k:02d}", {"item": k, "family": it["family"], "rotation_deg": float(it["rotation_deg"]),
+            yield Item(cond, f"{cond}_{k:02d}", {"item": k, "family": it["family"],
+                                                  "rotation_deg": float(it["rotation_deg"]),
                                                   "value": float(f[cond]), "reference_value": float(f["reference"]),
                                                   "change": abs(float(f[cond]) - float(f["reference"])),
                                                   "value_unit": f["unit"], **_common(cfg, seed, f"{k}")},

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
-
 from ..registry import ConfigError, Item, field
 from .common import (MindsetConfig, background_params, background_rgb, check_order, item_rng, new_canvas, paint,
                      register_mindset, segment, to_uint8)
