@@ -12,9 +12,14 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
+
+# run as a script, this folder comes first on sys.path and benchmarks/render.py would shadow the package
+_here = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
 
 LOW = ["weber_law", "emergent_features", "uncrowding", "amodal_completion", "decomposition", "depth_drawings",
        "relational_vs_coordinate", "nap_vs_mp_lines", "nap_vs_mp_geons"]

@@ -15,17 +15,13 @@ from tasks.stimuli.mindset import common as C
 
 
 def _reference_coverage(shape, size, k):
-    """Plain twin of ``coverage``: every pixel of the whole image, every sub-sample, one point at a time."""
-    out = np.zeros((size, size))
-    for i in range(size):
-        for j in range(size):
-            n = 0
-            for a in range(k):
-                for b in range(k):
-                    x, y = j + (b + 0.5) / k, i + (a + 0.5) / k
-                    n += bool(shape.inside(np.array([x]), np.array([y]))[0])
-            out[i, j] = n / (k * k)
-    return out
+    """Plain twin of ``coverage``: every sub-sample of the whole image as one flat list of points (so
+    ``inside`` takes its point-by-point path, and a union every part over every point), then averaged."""
+    i, j, a, b = np.meshgrid(np.arange(size), np.arange(size), np.arange(k), np.arange(k), indexing="ij")
+    x = (j + (b + 0.5) / k).ravel()
+    y = (i + (a + 0.5) / k).ravel()
+    inside = np.asarray(shape.inside(x, y), bool).reshape(size, size, k * k)
+    return inside.mean(-1)
 
 
 def _full(shape, size, antialias=True):
@@ -45,8 +41,12 @@ def _full(shape, size, antialias=True):
     C.union(C.disc(8, 8, 5), C.translate(C.rect(0, 0, 8, 3), 15, 20)),
     C.polyline([(2, 2), (20, 5), (12, 28)], 2.5),
     C.disc(-3, 15, 8),  # partly outside the canvas: clipped, not wrapped
+    C.polygon([(3, 3), (28, 9), (6, 27), (26, 26), (15, 2)]),  # self-intersecting: even-odd
+    C.polygon(np.stack([16 + 12 * np.cos(np.linspace(0, 6.283, 200, endpoint=False)),
+                        16 + 12 * np.sin(np.linspace(0, 6.283, 200, endpoint=False))], 1)),  # many edges
 ])
 def test_coverage_equals_plain_reference(shape):
+    """``coverage`` (grid: part boxes, polygon scanlines) against sampling ``inside`` one point at a time."""
     np.testing.assert_allclose(_full(shape, 32), _reference_coverage(shape, 32, C.SUPERSAMPLE), atol=1e-6)
     np.testing.assert_allclose(_full(shape, 32, antialias=False), _reference_coverage(shape, 32, 1), atol=1e-6)
 

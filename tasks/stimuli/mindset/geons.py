@@ -123,17 +123,15 @@ def geon_mesh(cs: str, length: float, bend_deg: float = 0.0, taper: float = 1.0,
     s = 1 + (taper - 1) * t
     verts = (p[:, None, :] + s[:, None, None] * (sec[None, :, 0, None] * n1[:, None, :]
                                                  + sec[None, :, 1, None] * n2[:, None, :])).reshape(-1, 3)
-    faces = []
-    for i in range(rings - 1):
-        for j in range(m):
-            a, b = i * m + j, i * m + (j + 1) % m
-            c, d = a + m, b + m
-            faces += [[a, b, d], [a, d, c]]
+    i, j = np.meshgrid(np.arange(rings - 1), np.arange(m), indexing="ij")
+    a, b = (i * m + j).ravel(), (i * m + (j + 1) % m).ravel()
+    side = np.concatenate([np.stack([a, b, b + m], 1), np.stack([a, b + m, a + m], 1)])
     start, end = len(verts), len(verts) + 1
     verts = np.concatenate([verts, p[:1], p[-1:]])
-    for j in range(m):
-        faces += [[start, (j + 1) % m, j], [end, (rings - 1) * m + j, (rings - 1) * m + (j + 1) % m]]
-    mesh = trimesh.Trimesh(verts, np.array(faces), process=False)
+    jj = np.arange(m)
+    caps = np.concatenate([np.stack([np.full(m, start), (jj + 1) % m, jj], 1),
+                           np.stack([np.full(m, end), (rings - 1) * m + jj, (rings - 1) * m + (jj + 1) % m], 1)])
+    mesh = trimesh.Trimesh(verts, np.concatenate([side, caps]), process=False)
     mesh.apply_translation(-verts.mean(0))
     return mesh
 
@@ -333,5 +331,5 @@ register_mindset("nap_vs_mp_geons", GeonConfig,
                  "silhouette pixel change, shaded / outline / silhouette",
                  "mindset-vision.txt C.1.8; Kayaert, Biederman & Vogels 2003", items=items, render=render,
                  conditions=[f"{r}_{o}" for r in RENDERINGS for o in ROLES],
-                 paper={}, lite={"items": [6, 8]}, random=False,
+                 paper={"items": list(range(len(ITEMS))), "renderings": list(RENDERINGS)}, lite={"items": [6, 8]}, random=False,
                  figure="procedural geons (trimesh), after Amir, Biederman & Hayworth 2012")

@@ -223,18 +223,21 @@ depth_items, depth_render = with_source(depth_items, depth_render, DEPTH_CONDITI
 rc_items, rc_render = with_source(rc_items, rc_render, RC_CONDITIONS)
 nap_items, nap_render = with_source(nap_items, nap_render, NAP_CONDITIONS)
 
+# the original: longest side 200 px, antialiasing off (6 / 18 / 78 images; lite: the same, antialiased)
+PAPER = {"object_longest_side": 200.0, "stroke_width": 3.0, "antialias": False}
+LITE = {"object_longest_side": 200.0, "stroke_width": 3.0, "antialias": True}
 register_mindset("depth_drawings", LineFigureConfig,
                  "Depth drawings (Enns & Rensink): base pair and two variations adding the same context to both",
                  "mindset-vision.txt C.1.6 Fig. 8; Enns & Rensink 1991", items=depth_items, render=depth_render,
-                 conditions=DEPTH_CONDITIONS, paper={}, lite={}, random=False,
+                 conditions=DEPTH_CONDITIONS, paper=PAPER, lite=LITE, random=False,
                  figure="tasks/data/mindset/enns_rensink_1991.json (stand-in for Enns & Rensink 1991)")
 register_mindset("relational_vs_coordinate", LineFigureConfig,
                  "Relational vs coordinate change (Hummel & Stankiewicz Exp. 5): basis / relation change / "
                  "coordinate change", "mindset-vision.txt C.1.5 Fig. 7; Hummel & Stankiewicz 1996",
-                 items=rc_items, render=rc_render, conditions=RC_CONDITIONS, paper={}, lite={}, random=False,
+                 items=rc_items, render=rc_render, conditions=RC_CONDITIONS, paper=PAPER, lite=LITE, random=False,
                  figure="tasks/data/mindset/hummel_stankiewicz_1996.json (stand-in for Exp. 5)")
 register_mindset("nap_vs_mp_lines", LineFigureConfig,
                  "NAP vs MP, 2D two-line stimuli (Kubilius): reference / NAP change / MP change of equal size",
                  "mindset-vision.txt C.1.8; Kubilius, Sleurs & Wagemans 2017", items=nap_items, render=nap_render,
-                 conditions=NAP_CONDITIONS, paper={}, lite={}, random=False,
+                 conditions=NAP_CONDITIONS, paper=PAPER, lite=LITE, random=False,
                  figure="tasks/data/mindset/kubilius_2017.json (stand-in for the 26 items)")

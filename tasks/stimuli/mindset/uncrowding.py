@@ -173,4 +173,4 @@ register_mindset("uncrowding", UncrowdingConfig,
                  conditions=[f"{p}_{d}" for p in ("outside", "inside") for d in ("left", "right")],
                  paper={"samples": 1, "random_size": True, "antialias": False},
                  lite={"samples": 1, "pattern_ids": [0, 3, 40, 52, 70, 80]},
-                 figure="Doerig et al. 2020 Fig. 2 patterns (the original generator's list)")
+                 figure="the original generator's 102 flanker patterns (Doerig et al. 2020), tasks/data/mindset/uncrowding_patterns.json")
