@@ -412,6 +412,7 @@ PAPER_COUNTS = {"muller_lyer": 6000, "ponzo": 6000, "ebbinghaus": 5100, "jastrow
     ("tilt", {"frequency": [5.0, 80.0]}, "aliases"),
     ("lightness_contrast", {"background": "random_uniform"}, "sweeps the background grey"),
     ("adelson_checker_shadow", {"rays_per_pixel_side": 2}, "rays_per_pixel_side=2 is not allowed; allowed"),
+    ("adelson_checker_shadow", {"light_elevation": 60.0}, "light_elevation=60.0: .*no light check wholly in shadow"),
     ("thatcher_words", {"fonts": ["Arial"]}, "fonts='Arial' is not allowed"),
     ("thatcher_words", {"num_words": 5000}, "the word list has only"),
     ("thatcher_faces", {"colour": 3}, r"unknown parameter\(s\) \['colour'\]"),

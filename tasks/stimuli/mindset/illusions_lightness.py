@@ -435,7 +435,8 @@ ADELSON_CONDITIONS = ("target_a", "target_b", *LABEL_NAMES.values())
 class AdelsonConfig(MindsetConfig, _ArrowConfigMixin):
     arrow_step: int = field(5, "distance between arrow positions (px), a grid over the canvas", range=(1, 512))
     arrow_size: float = field(1.0, "marker scale (1 = 11 px tall)", range=(0.3, 5.0))
-    light_elevation: float = field(34.0, "light elevation above the board (degrees)", range=(20.0, 60.0))
+    light_elevation: float = field(34.0, "light elevation above the board (degrees); above ~48 the shadow is too "
+                                   "short to cover a whole light check", range=(20.0, 60.0))
     camera_elevation: float = field(42.0, "camera elevation (degrees)", range=(15.0, 80.0))
     rays_per_pixel_side: int = field(3, "antialiasing: rays per pixel side (odd: the middle ray labels the pixel)",
                                      choices=(1, 3, 5, 7))
@@ -447,6 +448,10 @@ class AdelsonConfig(MindsetConfig, _ArrowConfigMixin):
                               "checker-shadow image is grey with one fixed background grey; use background=fixed and "
                               "a grey background_color [g, g, g]")
         self._check_arrow()
+        try:
+            target_checks(self.scene())
+        except ConfigError as e:
+            raise ConfigError(f"light_elevation={self.light_elevation}: {e}") from None
 
     def scene(self) -> AdelsonScene:
         return AdelsonScene(light_elevation=self.light_elevation, camera_elevation=self.camera_elevation)
