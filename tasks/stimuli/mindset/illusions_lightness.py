@@ -241,13 +241,15 @@ def lightness_items(cfg: LightnessContrastConfig, seed: int):
     rows, cols = _grid(cfg, arrow_height(cfg.arrow_size) + 2, count=cfg.arrow_positions)
     S = cfg.canvas_size
     half = cfg.square_size * S / 2
-    for bg in range(cfg.background_min, cfg.background_max + 1, cfg.background_step):
+    levels = range(cfg.background_min, cfg.background_max + 1, cfg.background_step)
+    for bg in levels:
         for ty in rows:
             for tx in cols:
                 on = bool(S / 2 - half <= tx + 0.5 <= S / 2 + half and S / 2 - half <= ty + 0.5 <= S / 2 + half)
                 yield Item(f"background_{bg:03d}", f"background_{bg:03d}_y{ty:03d}_x{tx:03d}", {
                     "background_grey": bg, "square_grey": cfg.square_grey, "square_side": 2 * half,
-                    "target_x": tx, "target_y": ty, "target_on_square": on}, set_id=f"arrow_y{ty:03d}_x{tx:03d}")
+                    "target_x": tx, "target_y": ty, "target_on_square": on},
+                    set_id=f"arrow_y{ty:03d}_x{tx:03d}" if len(levels) > 1 else "")  # a set needs 2+ images
 
 
 def lightness_render(cfg: LightnessContrastConfig, item: Item):
