@@ -412,14 +412,31 @@ PAPER_COUNTS = {"muller_lyer": 6000, "ponzo": 6000, "ebbinghaus": 5100, "jastrow
     ("tilt", {"frequency": [5.0, 80.0]}, "aliases"),
     ("lightness_contrast", {"background": "random_uniform"}, "sweeps the background grey"),
     ("adelson_checker_shadow", {"rays_per_pixel_side": 2}, "rays_per_pixel_side=2 is not allowed; allowed"),
+    ("adelson_checker_shadow", {"light_elevation": 60.0}, "light_elevation=60.0: .*no light check wholly in shadow"),
     ("thatcher_words", {"fonts": ["Arial"]}, "fonts='Arial' is not allowed"),
     ("thatcher_words", {"num_words": 5000}, "the word list has only"),
     ("thatcher_faces", {"colour": 3}, r"unknown parameter\(s\) \['colour'\]"),
+    ("thatcher_words", {"words_file": "/nonexistent/words.txt"}, "words_file='/nonexistent/words.txt': cannot read"),
 ])
 def test_bad_input_fails_before_writing(name, params, message, tmp_path):
     with pytest.raises(ConfigError, match=message):
         write_dataset(f"mindset/{name}", tmp_path / "x", params, progress=False)
     assert not (tmp_path / "x").exists()
+
+
+def test_thatcher_words_from_a_user_word_list(tmp_path):
+    f = tmp_path / "mine.txt"
+    f.write_text("# my words\nplanet\nrocket\ngarden\n")
+    out = write_dataset("mindset/thatcher_words", tmp_path / "w", {"preset": "lite", "words_file": str(f)},
+                        progress=False)
+    assert set(pd.read_parquet(out / "annotations.parquet").word) == {"PLANET", "ROCKET", "GARDEN"}
+    f.write_text("planet\nnaïve\n")
+    from tasks.stimuli.mindset.illusions_thatcher import word_list
+
+    word_list.cache_clear()
+    with pytest.raises(ConfigError, match="not plain letters A-Z, e.g. 'NAÏVE'"):
+        write_dataset("mindset/thatcher_words", tmp_path / "v", {"preset": "lite", "words_file": str(f)},
+                      progress=False)
 
 
 def test_cli_generates_an_illusion_and_reports_bad_input(tmp_path):

@@ -241,13 +241,15 @@ def lightness_items(cfg: LightnessContrastConfig, seed: int):
     rows, cols = _grid(cfg, arrow_height(cfg.arrow_size) + 2, count=cfg.arrow_positions)
     S = cfg.canvas_size
     half = cfg.square_size * S / 2
-    for bg in range(cfg.background_min, cfg.background_max + 1, cfg.background_step):
+    levels = range(cfg.background_min, cfg.background_max + 1, cfg.background_step)
+    for bg in levels:
         for ty in rows:
             for tx in cols:
                 on = bool(S / 2 - half <= tx + 0.5 <= S / 2 + half and S / 2 - half <= ty + 0.5 <= S / 2 + half)
                 yield Item(f"background_{bg:03d}", f"background_{bg:03d}_y{ty:03d}_x{tx:03d}", {
                     "background_grey": bg, "square_grey": cfg.square_grey, "square_side": 2 * half,
-                    "target_x": tx, "target_y": ty, "target_on_square": on}, set_id=f"arrow_y{ty:03d}_x{tx:03d}")
+                    "target_x": tx, "target_y": ty, "target_on_square": on},
+                    set_id=f"arrow_y{ty:03d}_x{tx:03d}" if len(levels) > 1 else "")  # a set needs 2+ images
 
 
 def lightness_render(cfg: LightnessContrastConfig, item: Item):
@@ -435,7 +437,8 @@ ADELSON_CONDITIONS = ("target_a", "target_b", *LABEL_NAMES.values())
 class AdelsonConfig(MindsetConfig, _ArrowConfigMixin):
     arrow_step: int = field(5, "distance between arrow positions (px), a grid over the canvas", range=(1, 512))
     arrow_size: float = field(1.0, "marker scale (1 = 11 px tall)", range=(0.3, 5.0))
-    light_elevation: float = field(34.0, "light elevation above the board (degrees)", range=(20.0, 60.0))
+    light_elevation: float = field(34.0, "light elevation above the board (degrees); above ~48 the shadow is too "
+                                   "short to cover a whole light check", range=(20.0, 60.0))
     camera_elevation: float = field(42.0, "camera elevation (degrees)", range=(15.0, 80.0))
     rays_per_pixel_side: int = field(3, "antialiasing: rays per pixel side (odd: the middle ray labels the pixel)",
                                      choices=(1, 3, 5, 7))
@@ -447,6 +450,10 @@ class AdelsonConfig(MindsetConfig, _ArrowConfigMixin):
                               "checker-shadow image is grey with one fixed background grey; use background=fixed and "
                               "a grey background_color [g, g, g]")
         self._check_arrow()
+        try:
+            target_checks(self.scene())
+        except ConfigError as e:
+            raise ConfigError(f"light_elevation={self.light_elevation}: {e}") from None
 
     def scene(self) -> AdelsonScene:
         return AdelsonScene(light_elevation=self.light_elevation, camera_elevation=self.camera_elevation)

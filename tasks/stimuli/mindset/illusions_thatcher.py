@@ -19,7 +19,8 @@ recorded as columns and the tests check all of this on the PNGs.
   turns in place: brows end up under the eyes, the smile becomes a frown. Edges are blended: the rotated box
   is mixed with the original over ``blend`` px at its border (linear ramp), as the original blurred them;
   the interior is the exact rotation.
-* ``thatcher_words`` — upper-case words from ``tasks/data/mindset/words-en.txt`` (or random letter strings),
+* ``thatcher_words`` — upper-case words from ``tasks/data/mindset/words-en.txt`` (``words_file=`` for one's
+  own list, e.g. the original's corpus; or random letter strings),
   each letter set separately in one of ten fonts matplotlib ships (DejaVu, STIX: free licences), with a
   random vertical jitter (up to ``jitter`` × the font size); ``letters_to_rotate`` letters, chosen among
   those that change under a half turn (not H I N O S X Z), are rotated in their own tight ink box. No
@@ -230,10 +231,22 @@ SYMMETRIC = set("HINOSXZ")  # letters a half turn leaves (nearly) unchanged: nev
 WORDS_FILE = Path(__file__).resolve().parents[2] / "data" / "mindset" / "words-en.txt"
 
 
-@functools.lru_cache(maxsize=1)
-def word_list() -> tuple[str, ...]:
-    """The bundled words (upper case), in file order."""
-    return tuple(w.strip().upper() for w in WORDS_FILE.read_text().splitlines() if w.strip() and not w.startswith("#"))
+@functools.lru_cache(maxsize=4)
+def word_list(path: str = "") -> tuple[str, ...]:
+    """The words of ``path`` (default: the bundled list), upper case, in file order: one per line, '#' lines
+    and blank lines skipped. An unreadable file or a word with other than the letters A-Z is a ConfigError."""
+    f = Path(path) if path else WORDS_FILE
+    try:
+        lines = f.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"words_file={path!r}: cannot read it ({type(e).__name__}: {e}); give a UTF-8 text "
+                          "file with one word per line") from None
+    words = tuple(w.strip().upper() for w in lines if w.strip() and not w.lstrip().startswith("#"))
+    bad = [w for w in words if not w.isascii() or not w.isalpha()]
+    if bad:
+        raise ConfigError(f"words_file={path or str(WORDS_FILE)!r}: {len(bad)} entries are not plain letters A-Z, "
+                          f"e.g. {bad[0]!r}")
+    return words
 
 
 @dataclasses.dataclass(frozen=True)
@@ -248,6 +261,8 @@ class ThatcherWordsConfig(MindsetConfig):
                           "original's 'jittery=0.04' has no stated unit)", range=(0.0, 1.0))
     fonts: tuple = field(FONTS, "fonts (matplotlib's bundled TrueType files)", choices=FONTS)
     random_strings: bool = field(False, "random letter strings instead of English words")
+    words_file: str = field("", "a text file of words, one per line ('' = the bundled common English words, "
+                            "tasks/data/mindset/words-en.txt)")
     text_color: tuple = field((255, 255, 255), "RGB of the letters", range=(0, 255))
 
     def __post_init__(self):
@@ -263,7 +278,7 @@ class ThatcherWordsConfig(MindsetConfig):
             raise ConfigError(f"letters_to_rotate={self.letters_to_rotate} is more than the shortest word "
                               f"(letters min {self.letters[0]})")
         if not self.random_strings:
-            n = len([w for w in word_list() if self.letters[0] <= len(w) <= self.letters[1]])
+            n = len([w for w in word_list(self.words_file) if self.letters[0] <= len(w) <= self.letters[1]])
             if n < self.num_words:
                 raise ConfigError(f"num_words={self.num_words}: the word list has only {n} words of "
                                   f"{self.letters[0]}-{self.letters[1]} letters; lower num_words or widen letters")
@@ -277,7 +292,7 @@ def words_items(cfg: ThatcherWordsConfig, seed: int):
         words = ["".join(rng.choice(alphabet, int(rng.integers(cfg.letters[0], cfg.letters[1] + 1))))
                  for _ in range(cfg.num_words)]
     else:
-        pool = [w for w in word_list() if cfg.letters[0] <= len(w) <= cfg.letters[1]]
+        pool = [w for w in word_list(cfg.words_file) if cfg.letters[0] <= len(w) <= cfg.letters[1]]
         words = [pool[i] for i in sorted(rng.choice(len(pool), cfg.num_words, replace=False))]
     for wi, word in enumerate(words):
         for k in range(cfg.samples_per_word):
