@@ -5,7 +5,7 @@ from __future__ import annotations
 from .cli import _container, _fail, command
 
 
-@command("report", "HTML report with the papers' figures results=<dir> [task=<dataset dir>] [zoo=<name>]")
+@command("report", "HTML report: tables and figures     results=<dir> [task=<dataset dir>] [zoo=<name>]")
 def report_job(cfg) -> None:
     from .html_report import build_report
 

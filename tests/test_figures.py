@@ -80,6 +80,15 @@ def test_accuracy_vs_imagenet_panels_points_band_and_r(threedpc):
     assert axes[0].get_ylabel() == "Accuracy"
 
 
+def test_noise_floor_prefers_permutations_then_chance(threedpc):
+    _, summary, _ = threedpc
+    obs = pd.DataFrame({"task": ["3dpc/vpt", "3dpc/vpt", "3dpc/vpt"], "observer_type": ["model", "model", "human"],
+                        "noise_floor_p95": [0.6, 0.7, 0.9]})
+    f = D.noise_floor(obs, summary).set_index("task")
+    assert f.loc["3dpc/vpt", "noise_floor"] == pytest.approx(0.65) and f.loc["3dpc/vpt", "kind"] == "permutation_p95"
+    assert f.loc["3dpc/depth", "noise_floor"] == 0.5 and f.loc["3dpc/depth", "kind"] == "chance"
+
+
 def test_model_accuracy_is_mean_over_seeds(threedpc):
     _, summary, zoo = threedpc
     acc = D.model_accuracy(summary, "test", zoo)

@@ -91,15 +91,18 @@ def noise_floor(observers: pd.DataFrame | None, summary: pd.DataFrame | None = N
     their label-permutation accuracy (``observers.noise_floor_p95``, from ``eval stats``), or, without it,
     the summary's ``chance`` (1 / classes). Columns ``task, noise_floor, kind`` (``permutation_p95`` or
     ``chance``)."""
+    parts = []
     if observers is not None and not observers.empty and "noise_floor_p95" in observers:
         m = observers[observers["observer_type"] == "model"]
         if not m.empty:
             g = m.groupby("task", as_index=False)["noise_floor_p95"].mean()
-            return g.rename(columns={"noise_floor_p95": "noise_floor"}).assign(kind="permutation_p95")
-    if summary is not None and not summary.empty:
+            parts.append(g.rename(columns={"noise_floor_p95": "noise_floor"}).assign(kind="permutation_p95"))
+    if summary is not None and not summary.empty:  # tasks the statistics did not cover (e.g. another split)
         g = summary.groupby("task", as_index=False)["chance"].mean()
-        return g.rename(columns={"chance": "noise_floor"}).assign(kind="chance")
-    return pd.DataFrame(columns=["task", "noise_floor", "kind"])
+        parts.append(g.rename(columns={"chance": "noise_floor"}).assign(kind="chance"))
+    if not parts:
+        return pd.DataFrame(columns=["task", "noise_floor", "kind"])
+    return pd.concat(parts, ignore_index=True).drop_duplicates("task", keep="first").reset_index(drop=True)
 
 
 def strategy_steps(trials: pd.DataFrame, task: str = "3dpc/vpt_strategy", ci: float = 0.95,
