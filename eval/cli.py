@@ -197,6 +197,7 @@ def expand_zoo(argv: list[str]) -> list[str]:
 # before dispatch so their commands appear in --help). Hydra's launchers pickle the job function by its module,
 # so a command defined in such a module sweeps like the built-in ones.
 COMMAND_MODULES: tuple[str, ...] = (
+    "eval.cli_zeroshot",
 )
 
 

@@ -4,6 +4,7 @@ since. The registry itself (``METHODS``, ``register_method``, the ``Method`` con
 from __future__ import annotations
 
 from . import finetune, probe  # noqa: F401  (the built-in methods register themselves on import)
+from . import diffusion, vlm  # noqa: F401  (zero-shot methods, issue 16)
 from .runner import METHODS, Method
 
 
