@@ -24,6 +24,10 @@ def diffusion_job(cfg) -> None:
     try:
         settings = dict(c["diffusion"])
         dcfg = DiffusionConfig(**settings)
+        if c.get("threads"):
+            import torch
+
+            torch.set_num_threads(int(c["threads"]))
         model = load_diffusion(parse_model_id(c["model"]), c["device"])
         summ = run_diffusion(task, model, c["model"], dcfg, c["out"], progress=c["progress"])
     except (DiffusionError, ValueError, TypeError) as e:

@@ -25,6 +25,16 @@ ROOT = Path(__file__).resolve().parents[1]
 N_HELD_OUT = 32
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """One intra-op thread: the tiny model's ops are small, and on a shared 2-core machine a second thread
+    mostly waits for its descheduled partner (measured several times slower)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def tiny_trained(tmp_path_factory):
     """A tiny model trained for 200 CPU steps on red discs vs blue squares (built once per session)."""
@@ -115,8 +125,9 @@ def test_adaptive_rounds_share_samples_across_classes_and_prune():
     cfg = DiffusionConfig(keep=(2, 1), samples=(4, 16), batch_size=5)
     r = classify_latent(model, x0, emb, noise, cfg)
     # stage 1: 4 samples for all 4 classes; stage 2: 12 more for the 2 survivors
-    assert list(r.n_samples) == [16 if c in np.flatnonzero(r.left_at < 0) else 4 for c in range(4)]
-    assert (r.left_at == -1).sum() == 2 and r.unet_evals == 4 * 4 + 2 * 12
+    assert list(r.n_samples) == [4 if r.left_at[c] == 0 else 16 for c in range(4)]
+    assert list(np.sort(r.left_at)) == [-1, 0, 0, 1] and r.unet_evals == 4 * 4 + 2 * 12
+    assert r.score == 1.0 or 0.5 < r.score < 1.0  # the winner's softmax share among the last stage's classes
     # pairing: every class sees the same x_t at a given t
     seen = {}
     for cls, ts, xt in model.unet.calls:
@@ -162,12 +173,11 @@ def test_prompts_default_to_the_papers_for_3dpc_and_are_config_elsewhere(toy_tas
 def test_cli_runs_the_classifier_and_reports_bad_input(tiny_trained, toy_task, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     base = [sys.executable, "-m", "eval", "diffusion", f"model=diffusion:{tiny_trained[0]}", f"task={toy_task.root}",
-            f"out={tmp_path / 'res'}", "diffusion.samples=[4]", "diffusion.n_boot=200", "progress=false"]
-    r = subprocess.run(base + ["diffusion.template=a {class}"], env=env, capture_output=True, text=True, timeout=300)
+            f"out={tmp_path / 'res'}", "diffusion.samples=[4]", "diffusion.n_boot=200", "progress=false", "threads=1"]
+    r = subprocess.run(base + ["diffusion.template='a {class}'"], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "accuracy" in r.stdout and len(R.read_results(tmp_path / "res")) == N_HELD_OUT
     r = subprocess.run(base, env=env, capture_output=True, text=True, timeout=300)  # no prompts for this task
-    assert r.returncode == 2 and "error:" in r.stderr and "Traceback" not in r.stderr
-    r = subprocess.run(base[:4] + [f"model=diffusion:{tmp_path}/nope"] + base[5:], env=env, capture_output=True,
-                       text=True, timeout=300)
-    assert r.returncode == 2 and "error:" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 2 and r.stderr.startswith("error:") and "template" in r.stderr, r.stderr
+    with pytest.raises(DiffusionError, match="cannot load"):
+        load_diffusion(str(tmp_path / "nope"))

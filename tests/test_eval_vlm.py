@@ -286,3 +286,70 @@ def test_cli_bad_input_is_one_error_line(build, tmp_path, monkeypatch):
         p = _cli(args, {"OPENAI_API_KEY": ""})
         out, err = p.communicate(timeout=120)
         assert p.returncode == 2 and err.startswith("error:") and needle in err and "Traceback" not in err, err
+
+
+def _tiny_llava(folder: Path) -> Path:
+    """A random tiny LLaVA (CLIP vision tower + Llama) with a character-level tokenizer and a chat template,
+    built from configs in code and saved like any local transformers model."""
+    torch = pytest.importorskip("torch")
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import (CLIPImageProcessor, CLIPVisionConfig, LlamaConfig, LlavaConfig,
+                              LlavaForConditionalGeneration, LlavaProcessor, PreTrainedTokenizerFast)
+
+    words = ["<pad>", "<s>", "</s>", "<unk>", "<image>"] + [chr(c) for c in range(32, 127)] + ["\n"]
+    tk = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
+    tk.pre_tokenizer = pre_tokenizers.Split("", "isolated")
+    tok = PreTrainedTokenizerFast(tokenizer_object=tk, bos_token="<s>", eos_token="</s>", pad_token="<pad>",
+                                  unk_token="<unk>", extra_special_tokens={"image_token": "<image>"})
+    template = ("{% for m in messages %}{{ m['role'] }}: {% for c in m['content'] %}{% if c['type'] == 'image' %}"
+                "<image>{% else %}{{ c['text'] }}{% endif %}{% endfor %}\n{% endfor %}"
+                "{% if add_generation_prompt %}assistant: {% endif %}")
+    proc = LlavaProcessor(image_processor=CLIPImageProcessor(size={"shortest_edge": 16},
+                                                             crop_size={"height": 16, "width": 16}),
+                          tokenizer=tok, chat_template=template, patch_size=8, vision_feature_select_strategy="full",
+                          num_additional_image_tokens=1)
+    torch.manual_seed(0)
+    cfg = LlavaConfig(vision_config=CLIPVisionConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                                                     num_attention_heads=2, image_size=16, patch_size=8),
+                      text_config=LlamaConfig(vocab_size=len(words), hidden_size=16, intermediate_size=32,
+                                              num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
+                                              max_position_embeddings=8192),
+                      image_token_index=4, vision_feature_select_strategy="full", vision_feature_layer=-1)
+    LlavaForConditionalGeneration(cfg).eval().save_pretrained(folder)
+    proc.save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.slow  # ~60 s on a loaded 2-core machine (transformers import, model build, 66 generations)
+def test_local_transformers_vlm_same_prompts_parsing_and_cache(task, tmp_path):
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny ops: a second thread only waits for its partner on a busy machine
+    try:
+        _local_vlm_checks(task, tmp_path)
+    finally:
+        torch.set_num_threads(before)
+
+
+def _local_vlm_checks(task, tmp_path):
+    folder = _tiny_llava(tmp_path / "llava")
+    cfg = VLMConfig(shots=2, n_boot=200, temperature=0.7, max_tokens=4)
+    st = RequestSettings(cache_dir=str(tmp_path / "cache"))
+    s1, ms = run_vlm(task, f"hf:{folder}", cfg, tmp_path / "res1", st, progress=False)
+    n_eval = int(task.items["split"].isin(task.eval_splits).sum())
+    row = s1.iloc[0]
+    assert row.n_exact + row.n_alias + row.n_refusal + row.n_unparseable == n_eval  # random text: counted, kept
+    assert len(R.read_results(tmp_path / "res1")) == n_eval
+    unique = task.items[task.items["split"].isin(task.eval_splits)]["path"].nunique()
+    assert ms[0].dispatcher.requests == unique
+    raw = pd.read_parquet(next((tmp_path / "res1" / "vlm").glob("*.parquet")))
+    assert raw["input_tokens"].min() > 100  # the chat template carried 2 examples + the test question
+    # the same seed reproduces sampled replies; a cached re-run generates nothing
+    s2, ms2 = run_vlm(task, f"hf:{folder}", cfg, tmp_path / "res2", RequestSettings(cache_dir=str(tmp_path / "c2")),
+                      progress=False)
+    raw2 = pd.read_parquet(next((tmp_path / "res2" / "vlm").glob("*.parquet")))
+    assert raw["text"].tolist() == raw2["text"].tolist()
+    s3, ms3 = run_vlm(task, f"hf:{folder}", cfg, tmp_path / "res3", st, progress=False)
+    assert ms3[0].dispatcher.requests == 0
+    assert R.read_results(tmp_path / "res1")["weights"].iloc[0].startswith(f"api:hf:{folder}@sha256=")

@@ -62,20 +62,24 @@ class Request:
 
 @dataclass(frozen=True)
 class Provider:
-    """``make_client(key, base_url, timeout_s)`` -> client; ``send(client, model, request)`` -> :class:`Reply`
-    (raises :class:`ProviderError`)."""
+    """``make_client(key, base_url, timeout_s, model)`` -> client; ``send(client, model, request)`` ->
+    :class:`Reply` (raises :class:`ProviderError`). ``needs_key``: reads an API key from the environment;
+    ``local``: runs in this process (one request at a time; the model name is a folder whose content digest
+    joins the cache key)."""
 
     name: str
     make_client: Callable
     send: Callable
+    needs_key: bool = True
+    local: bool = False
 
 
 PROVIDERS: dict[str, Provider] = {}
 
 
-def register_provider(name: str, make_client: Callable):
+def register_provider(name: str, make_client: Callable, needs_key: bool = True, local: bool = False):
     def deco(send):
-        PROVIDERS[name] = Provider(name, make_client, send)
+        PROVIDERS[name] = Provider(name, make_client, send, needs_key, local)
         return send
 
     return deco
@@ -87,13 +91,15 @@ def parse_vlm_model(model: str) -> tuple[str, str]:
     if prov not in PROVIDERS or not name:
         raise ValueError(f"model={model!r}: expected <provider>:<model> with provider one of "
                          f"{', '.join(sorted(PROVIDERS))} (e.g. openai:gpt-4o, anthropic:claude-3-opus-20240229, "
-                         "gemini:gemini-1.5-pro)")
+                         "gemini:gemini-1.5-pro, hf:<folder of an image-text-to-text model>)")
     return prov, name
 
 
 def api_key(provider: str, env_name: str | None, base_url: str | None) -> str:
     """The key from the environment variable ``env_name`` (default per provider). A local server
     (``base_url`` set) may run without one: the SDKs then send a placeholder."""
+    if not PROVIDERS[provider].needs_key:
+        return ""
     env_name = env_name or DEFAULT_KEY_ENV[provider]
     key = os.environ.get(env_name, "")
     if not key and not base_url:
@@ -143,7 +149,7 @@ def _b64(img: Image) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ openai
-def _openai_client(key: str, base_url: str | None, timeout_s: float):
+def _openai_client(key: str, base_url: str | None, timeout_s: float, model: str = ""):
     import openai
 
     return openai.OpenAI(api_key=key, base_url=base_url or None, max_retries=0, timeout=timeout_s)
@@ -188,7 +194,7 @@ def _openai_send(client, model: str, req: Request) -> Reply:
 
 
 # --------------------------------------------------------------------------------------------- anthropic
-def _anthropic_client(key: str, base_url: str | None, timeout_s: float):
+def _anthropic_client(key: str, base_url: str | None, timeout_s: float, model: str = ""):
     import anthropic
 
     return anthropic.Anthropic(api_key=key, base_url=base_url or None, max_retries=0, timeout=timeout_s)
@@ -236,7 +242,7 @@ def _anthropic_send(client, model: str, req: Request) -> Reply:
 
 
 # ------------------------------------------------------------------------------------------------ gemini
-def _gemini_client(key: str, base_url: str | None, timeout_s: float):
+def _gemini_client(key: str, base_url: str | None, timeout_s: float, model: str = ""):
     from google import genai
     from google.genai import types
 
@@ -299,3 +305,73 @@ def _gemini_send(client, model: str, req: Request) -> Reply:
     parts = (cand.content.parts or []) if cand.content else []
     text = "".join(p.text for p in parts if getattr(p, "text", None))
     return Reply(text, blocked or finish in _GEMINI_BLOCKED, tin, tout, finish)
+
+
+# -------------------------------------------------------------------------------- hf (local transformers)
+@dataclass
+class LocalModel:
+    model: object
+    processor: object
+    lock: object
+
+
+def _hf_client(key: str, base_url: str | None, timeout_s: float, model: str = ""):
+    """An image-text-to-text model and its processor (with a chat template) from a local folder."""
+    import threading
+    from pathlib import Path
+
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    if not Path(model).is_dir():
+        raise ValueError(f"model=hf:{model}: no such folder (a transformers image-text-to-text model saved with "
+                         "save_pretrained, with its processor and chat template)")
+    try:
+        proc = AutoProcessor.from_pretrained(model, local_files_only=True)
+        net = AutoModelForImageTextToText.from_pretrained(model, local_files_only=True).eval()
+    except (OSError, ValueError, KeyError) as e:
+        raise ValueError(f"model=hf:{model}: cannot load an image-text-to-text model: {e}") from None
+    if not getattr(proc, "chat_template", None):
+        raise ValueError(f"model=hf:{model}: the processor has no chat template; add chat_template.jinja")
+    return LocalModel(net, proc, threading.Lock())
+
+
+def hf_messages(conv: Conversation) -> tuple[list[dict], list]:
+    """Chat-template messages (``{"type": "image"}`` placeholders) and the PIL images in order."""
+    import io
+
+    from PIL import Image as PILImage
+
+    msgs, images = [], []
+    if conv.system:
+        msgs.append({"role": "system", "content": [{"type": "text", "text": conv.system}]})
+    for t in conv.turns:
+        content = []
+        for p in t.parts:
+            if isinstance(p, str):
+                content.append({"type": "text", "text": p})
+            else:
+                content.append({"type": "image"})
+                images.append(PILImage.open(io.BytesIO(p.data)).convert("RGB"))
+        msgs.append({"role": t.role, "content": content})
+    return msgs, images
+
+
+@register_provider("hf", _hf_client, needs_key=False, local=True)
+def _hf_send(client: LocalModel, model: str, req: Request) -> Reply:
+    """Greedy decoding at temperature 0, else sampling at the temperature with ``torch.manual_seed(seed)``."""
+    import torch
+
+    msgs, images = hf_messages(req.conversation)
+    with client.lock:  # one generation at a time: the model is shared by the pool's threads
+        text = client.processor.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)
+        inputs = client.processor(images=images or None, text=text, return_tensors="pt")
+        kw = {"do_sample": False}
+        if req.temperature > 0:
+            kw = {"do_sample": True, "temperature": float(req.temperature)}
+            torch.manual_seed(int(req.seed or 0))
+        with torch.no_grad():
+            out = client.model.generate(**inputs, max_new_tokens=req.max_tokens, **kw)
+        n_in = int(inputs["input_ids"].shape[1])
+        new = out[0, n_in:]
+        reply = client.processor.decode(new, skip_special_tokens=True)
+    return Reply(reply, False, n_in, int(new.shape[0]), "length" if new.shape[0] >= req.max_tokens else "stop")

@@ -120,6 +120,15 @@ class Dispatcher:
     def __init__(self, provider: str, model: str, settings: RequestSettings, cache: ResponseCache,
                  sleep=time.sleep):
         self.provider, self.model, self.s, self.cache, self.sleep = provider, model, settings, cache, sleep
+        self.model_key = model  # what the cache key calls the model
+        if PROVIDERS[provider].local:  # a local folder: its contents are the model's identity
+            from pathlib import Path
+
+            from ..diffusion import folder_digest
+
+            if not Path(model).is_dir():
+                raise ValueError(f"model={provider}:{model}: no such folder")
+            self.model_key = f"{model}@sha256={folder_digest(Path(model))[:16]}"
         self.requests = 0  # HTTP attempts this invocation
         self.retries = 0
         self.input_tokens = self.output_tokens = 0
@@ -131,7 +140,8 @@ class Dispatcher:
         with self._lock:
             if self._client is None:
                 key = api_key(self.provider, self.s.api_key_env, self.s.base_url)
-                self._client = PROVIDERS[self.provider].make_client(key, self.s.base_url, self.s.timeout_s)
+                self._client = PROVIDERS[self.provider].make_client(key, self.s.base_url, self.s.timeout_s,
+                                                                    self.model)
             return self._client
 
     def _take_budget(self) -> bool:
@@ -179,7 +189,8 @@ class Dispatcher:
         if todo:
             log.info("%s %s: %d cached, %d to send (concurrency %d)", self.provider, self.model, len(out), len(todo),
                      self.s.concurrency)
-            with ThreadPoolExecutor(max_workers=self.s.concurrency) as pool:
+            workers = 1 if PROVIDERS[self.provider].local else self.s.concurrency
+            with ThreadPoolExecutor(max_workers=workers) as pool:
                 futs = {key: pool.submit(self._send, key, fields, req) for key, fields, req in todo}
                 for key, f in futs.items():
                     out[key] = f.result()
@@ -234,7 +245,7 @@ class VLMMethod(Method):
                                "answers": self.prompts.answers, "aliases": self.prompts.aliases}}
 
     def identity(self) -> dict:
-        return {"weights": f"api:{self.provider}:{self.model_name}",
+        return {"weights": f"api:{self.provider}:{self.dispatcher.model_key}",
                 "preprocess": f"vlm:file-bytes:shots={self.cfg.shots}:{self.cfg.reasoning}:t={self.cfg.temperature}"}
 
     def requests_for(self, seed: int) -> tuple[list[str], dict]:
@@ -246,7 +257,7 @@ class VLMMethod(Method):
             conv = in_context_conversation(self.prompts, examples, Image.from_file(path), self.cfg.reasoning == "cot",
                                            self.cfg.system)
             req = Request(conv, self.cfg.temperature, self.cfg.tokens, seed)
-            fields = request_key_fields(self.provider, self.model_name, req, self.cfg.repeat)
+            fields = request_key_fields(self.provider, self.dispatcher.model_key, req, self.cfg.repeat)
             key = request_key(fields)
             keys.append(key)
             reqs.setdefault(key, (fields, req))
