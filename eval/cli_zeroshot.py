@@ -16,7 +16,8 @@ def _zero_shot_task(c: dict):
 
 @command("diffusion", "diffusion zero-shot classifier      model=diffusion:<folder> task=<dataset dir> out=<results dir>")
 def diffusion_job(cfg) -> None:
-    from .diffusion import DiffusionConfig, DiffusionError, load_diffusion, parse_model_id, run_diffusion
+    from .diffusion import (DiffusionConfig, DiffusionError, class_prompts, load_diffusion, parse_model_id,
+                            run_diffusion)
     from .probe import seed_summary
 
     c = _container(cfg)
@@ -24,6 +25,7 @@ def diffusion_job(cfg) -> None:
     try:
         settings = dict(c["diffusion"])
         dcfg = DiffusionConfig(**settings)
+        class_prompts(task, dcfg)  # a task without prompts fails before the model loads
         if c.get("threads"):
             import torch
 

@@ -167,6 +167,18 @@ def test_parsing_counts_and_unparseable_trials_are_kept(task, keys, tmp_path):
     assert int(summ["n_refusal"].iloc[0]) >= 2 and int(summ["n_unparseable"].iloc[0]) >= 1
 
 
+def test_zero_shot_and_chain_of_thought_variants(task, keys, tmp_path):
+    truth = _truth(task)
+    with FakeVLMServer(answer=lambda sha, p: f"The ball is behind the couch.\nAnswer: {truth[sha]}") as srv:
+        summ, _ = run_vlm(task, "anthropic:m", VLMConfig(shots=0, reasoning="cot", n_boot=200), tmp_path / "res",
+                          _settings(srv, "anthropic", tmp_path), progress=False)
+        body = srv.requests[0]["body"]
+    assert len(body["messages"]) == 1 and body["max_tokens"] == 1024  # zero-shot: the test image alone
+    q = _text_of_turn("anthropic", body["messages"][0])
+    assert q.startswith(PROMPT_SETS["3dpc_camera"]["vpt"].question) and "Answer: YES or NO" in q
+    assert float(summ["accuracy"].min()) == 1.0 and int(summ["n_exact"].iloc[0]) == len(R.read_results(tmp_path / "res"))
+
+
 def test_parse_rules():
     ans, al = PROMPT_SETS["3dpc_camera"]["vpt"].answers, PROMPT_SETS["3dpc_camera"]["vpt"].aliases
     cases = {"YES": ("1", "exact"), " no. ": ("0", "exact"), "'Yes'": ("1", "exact"),
