@@ -180,7 +180,6 @@ def folder_digest(folder: Path) -> str:
 def load_diffusion(source: str, device: str = "cpu") -> DiffusionModel:
     """The components of a diffusers Stable-Diffusion-style model from a local folder (or a hub id already in
     the local cache; nothing is downloaded)."""
-    import torch
     from diffusers import AutoencoderKL, DDPMScheduler, UNet2DConditionModel
     from transformers import CLIPTextModel, CLIPTokenizer
 
@@ -206,7 +205,6 @@ def load_diffusion(source: str, device: str = "cpu") -> DiffusionModel:
         m.eval().requires_grad_(False).to(device)
     factor = 2 ** (len(vae.config.block_out_channels) - 1)
     weights = f"file:sha256={folder_digest(folder)[:16]}" if local else f"pretrained:{source}"
-    del torch
     return DiffusionModel(unet, vae, text_encoder, tokenizer,
                           scheduler.alphas_cumprod.double().numpy().astype(np.float64),
                           float(vae.config.scaling_factor), int(unet.config.sample_size) * factor, weights, source)

@@ -2,7 +2,6 @@
 Gemini wire formats (eval/vlm/fake_server.py), through the official SDKs."""
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import os
@@ -265,7 +264,7 @@ def test_cli_resume_after_kill_and_no_key_in_any_output(build, tmp_path):
     task = load_task(build, "vpt")
     unique = task.items[task.items["split"].isin(task.eval_splits)]["path"].nunique()
     cache = tmp_path / "cache"
-    args = [f"model=openai:m", f"task={build}", f"out={tmp_path / 'res'}", "vlm.shots=2", "vlm.n_boot=200",
+    args = ["model=openai:m", f"task={build}", f"out={tmp_path / 'res'}", "vlm.shots=2", "vlm.n_boot=200",
             "temperatures=[0.0]", f"requests.cache_dir={cache}", "requests.concurrency=1", "progress=false"]
     with FakeVLMServer(delay=0.15) as srv:
         args.append(f"requests.base_url={srv.openai_base}")
