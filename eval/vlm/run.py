@@ -190,10 +190,15 @@ class Dispatcher:
             log.info("%s %s: %d cached, %d to send (concurrency %d)", self.provider, self.model, len(out), len(todo),
                      self.s.concurrency)
             workers = 1 if PROVIDERS[self.provider].local else self.s.concurrency
-            with ThreadPoolExecutor(max_workers=workers) as pool:
+            pool = ThreadPoolExecutor(max_workers=workers)
+            try:
                 futs = {key: pool.submit(self._send, key, fields, req) for key, fields, req in todo}
                 for key, f in futs.items():
                     out[key] = f.result()
+            except BaseException:  # Ctrl-C or an error: queued requests are not sent (finished ones are cached)
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+            pool.shutdown()
         return out
 
     def cost(self) -> float:
