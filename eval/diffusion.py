@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -352,19 +353,56 @@ def _weighted_means(errs: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 
 def classify_images(model: DiffusionModel, paths: list[str], prompts: list[str], cfg: DiffusionConfig,
-                    seed: int, progress: bool = False) -> list[ImageResult]:
-    """:func:`classify_latent` for every image file, with one shared noise set drawn from ``seed``."""
+                    seed: int, progress: bool = False, checkpoint: str | Path | None = None) -> list[ImageResult]:
+    """:func:`classify_latent` for every image file, with one shared noise set drawn from ``seed``.
+
+    ``checkpoint``: a folder where each image's result is saved as it is finished (``<index>.json``, written
+    atomically) and read back on the next call, so an interrupted run resumes at the first unfinished image.
+    The caller owns the folder and must key it by everything that determines the results (the run id)."""
     from tqdm.auto import tqdm
 
     size = cfg.image_size or model.image_size
     emb = encode_prompts(model, prompts)
     out, noise = [], None
-    for p in tqdm(paths, desc="diffusion classifier", unit="image", disable=not progress, leave=False):
+    ck = Path(checkpoint) if checkpoint is not None else None
+    if ck is not None:
+        ck.mkdir(parents=True, exist_ok=True)
+    for i, p in enumerate(tqdm(paths, desc="diffusion classifier", unit="image", disable=not progress, leave=False)):
+        done = _load_result(ck / f"{i}.json", p) if ck is not None else None
+        if done is not None:
+            out.append(done)
+            continue
         x0 = encode_images(model, preprocess_image(p, size).unsqueeze(0))[0]
-        if noise is None:
+        if noise is None or tuple(noise.shape[1:]) != tuple(x0.shape):
             noise = make_noise(seed, max(cfg.samples), tuple(x0.shape))
-        out.append(classify_latent(model, x0, emb, noise, cfg))
+        r = classify_latent(model, x0, emb, noise, cfg)
+        out.append(r)
+        if ck is not None:
+            _save_result(ck / f"{i}.json", p, r)
     return out
+
+
+def _save_result(path: Path, image: str, r: ImageResult) -> None:
+    import json
+
+    from scenes.files import atomic_write_text
+
+    atomic_write_text(path, json.dumps({"image": image, "choice": int(r.choice), "score": r.score,
+                                        "n_samples": r.n_samples.tolist(), "errors": r.errors.tolist(),
+                                        "left_at": r.left_at.tolist(), "unet_evals": int(r.unet_evals)}))
+
+
+def _load_result(path: Path, image: str) -> ImageResult | None:
+    import json
+
+    try:
+        d = json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+    if d.get("image") != image:  # another image list: not ours
+        return None
+    return ImageResult(int(d["choice"]), float(d["score"]), np.asarray(d["n_samples"]), np.asarray(d["errors"], float),
+                       np.asarray(d["left_at"]), int(d["unet_evals"]))
 
 
 # ------------------------------------------------------------------------------------------------ method
@@ -393,7 +431,9 @@ class DiffusionMethod(Method):
 
         items = self.items
         t0 = time.perf_counter()
-        res = classify_images(self.model, items["path"].tolist(), self.prompts, self.cfg, seed, self.progress)
+        partial = Path(self.run.results_dir) / "diffusion" / f"{rid}.partial"  # per-image resume (same run id)
+        res = classify_images(self.model, items["path"].tolist(), self.prompts, self.cfg, seed, self.progress,
+                              checkpoint=partial)
         seconds = time.perf_counter() - t0
         classes = list(self.task.classes)
         choice = np.array([r.choice for r in res], dtype=int)
@@ -411,6 +451,7 @@ class DiffusionMethod(Method):
         tmp = temp_name(path)
         detail.to_parquet(tmp, index=False)
         tmp.replace(path)
+        shutil.rmtree(partial, ignore_errors=True)  # the run's parts are about to be written by the runner
         evals = float(np.mean([r.unet_evals for r in res])) if res else 0.0
         return SeedResult(trials=trials, facts={
             "weighting": self.cfg.weighting, "loss": self.cfg.loss, "schedule": self.cfg.schedule_text(),

@@ -181,3 +181,35 @@ def test_cli_runs_the_classifier_and_reports_bad_input(tiny_trained, toy_task, t
     assert r.returncode == 2 and r.stderr.startswith("error:") and "template" in r.stderr, r.stderr
     with pytest.raises(DiffusionError, match="cannot load"):
         load_diffusion(str(tmp_path / "nope"))
+
+
+def test_interrupted_run_resumes_at_the_first_unfinished_image(toy_task, tmp_path, monkeypatch):
+    """Per-image checkpoints: a run killed after 3 images evaluates only the rest when re-run, and its
+    predictions equal an uninterrupted run's."""
+    import eval.diffusion as D
+
+    folder = tmp_path / "random"
+    build_tiny(folder, steps=0, seed=5)
+    model = load_diffusion(str(folder))
+    cfg = _cfg(samples=(4,))
+    ref = run_diffusion(toy_task, model, "diffusion:tiny", cfg, tmp_path / "ref", progress=False)
+    real, calls = D.classify_latent, []
+
+    def dies_after_three(*a, **k):
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        calls.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(D, "classify_latent", dies_after_three)
+    with pytest.raises(KeyboardInterrupt):
+        run_diffusion(toy_task, model, "diffusion:tiny", cfg, tmp_path / "res", progress=False)
+    assert len(list((tmp_path / "res" / "diffusion").glob("*.partial/*.json"))) == 3
+    counted = []
+    monkeypatch.setattr(D, "classify_latent", lambda *a, **k: counted.append(1) or real(*a, **k))
+    run_diffusion(toy_task, model, "diffusion:tiny", cfg, tmp_path / "res", progress=False)
+    assert len(counted) == N_HELD_OUT - 3
+    a, b = R.read_results(tmp_path / "ref"), R.read_results(tmp_path / "res")
+    assert a["response"].tolist() == b["response"].tolist() and np.allclose(a["score"], b["score"])
+    assert not list((tmp_path / "res" / "diffusion").glob("*.partial"))  # cleaned up once the run is written
+    assert float(ref["accuracy"].iloc[0]) == float(R.read_results(tmp_path / "res", "summary")["accuracy"].iloc[0])

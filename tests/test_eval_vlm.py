@@ -245,6 +245,29 @@ def test_cache_second_run_makes_zero_requests_and_budget_pauses(task, keys, tmp_
         assert srv.count() == before + unique
 
 
+def test_an_error_cancels_the_queued_requests(task, tmp_path):
+    """A programming error (not a provider failure) is raised, not retried, and the requests still queued in
+    the pool are not sent (an interrupt takes the same path)."""
+    from eval.vlm.providers import PROVIDERS, register_provider
+
+    calls = []
+
+    def send(client, model, req):
+        calls.append(1)
+        time.sleep(0.05)
+        raise RuntimeError("boom")
+
+    register_provider("test_raise", lambda *a: None, needs_key=False)(send)
+    try:
+        with pytest.raises(RuntimeError, match="boom"):
+            run_vlm(task, "test_raise:m", VLMConfig(shots=2, n_boot=200), tmp_path / "res",
+                    RequestSettings(cache_dir=str(tmp_path / "c"), concurrency=2), progress=False)
+        time.sleep(0.5)
+        assert 1 <= len(calls) <= 4 < task.split("test")["path"].nunique()
+    finally:
+        PROVIDERS.pop("test_raise")
+
+
 def test_protocol_summary_best_3_and_all_runs():
     rows = [{"model_id": "m", "task": "t", "split": "test", "accuracy": a, "temperature": i / 10}
             for i, a in enumerate([0.5, 0.6, 0.55, 0.7, 0.4, 0.52, 0.65, 0.45])]
