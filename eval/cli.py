@@ -199,6 +199,7 @@ def expand_zoo(argv: list[str]) -> list[str]:
 COMMAND_MODULES: tuple[str, ...] = (
     "eval.cli_report",
     "eval.cli_methods",  # ood, decoder, similarity (issue 15)
+    "eval.cli_zeroshot",
 )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from . import finetune, probe  # noqa: F401  (the built-in methods register themselves on import)
 from . import ood  # noqa: F401  (issue 15)
+from . import diffusion, vlm  # noqa: F401  (zero-shot methods, issue 16)
 from .runner import METHODS, Method
 
 
