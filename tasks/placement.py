@@ -446,6 +446,41 @@ def faces_viewer_cos(placement: Placement, centre_xy) -> float | None:
     return None if phi is None else math.cos(math.radians(placement.observer.yaw_deg - phi))
 
 
+def viewer_facing_cos(placement: Placement, viewer_xyz) -> float:
+    """Cosine between the observer's facing and the direction from it to ``viewer_xyz`` (world metres): the
+    audit's ``observer_faces_viewer`` cue (tasks/threedpc/shortcuts.py) for one viewer position."""
+    to_v = np.asarray(viewer_xyz, float) - np.asarray(placement.observer.position, float)
+    return float(placement.observer.forward @ to_v / max(np.linalg.norm(to_v), 1e-12))
+
+
+def turned_to_viewer(placement: Placement, viewer_xyz, cos_target: float, rng: np.random.Generator,
+                     design: "MatchedDesign") -> Placement | None:
+    """The same geometry with the observer turned (yaw only) so that :func:`viewer_facing_cos` towards
+    ``viewer_xyz`` equals ``cos_target`` (clipped to what the viewer's elevation allows) while the target stays
+    outside its view and at least ``design.away_min_deg`` from its facing; None when neither of the two yaws
+    that give this cosine qualifies. Why: a facing-away negative must not face the viewer differently from
+    its paired visible placement, or "the observer faces the viewer" gives VPT away (issue 10)."""
+    o = np.asarray(placement.observer.position, float)
+    to_v = np.asarray(viewer_xyz, float) - o
+    psi = math.degrees(math.atan2(to_v[1], to_v[0]))
+    cos_el = float(np.linalg.norm(to_v[:2]) / max(np.linalg.norm(to_v), 1e-12))
+    pitch = math.radians(placement.observer.pitch_deg)
+    # forward·to_v = cos(pitch)·cos(yaw − ψ)·cos(el) + sin(pitch)·sin(el); observers are level (pitch 0)
+    a = math.degrees(math.acos(float(np.clip(cos_target / max(cos_el * math.cos(pitch), 1e-9), -1.0, 1.0))))
+    t = placement.target.center
+    to_tgt = math.degrees(math.atan2(t[1] - o[1], t[0] - o[0]))
+    for yaw in ([psi + a, psi - a] if rng.uniform() < 0.5 else [psi - a, psi + a]):
+        if abs((yaw - to_tgt + 180) % 360 - 180) < design.away_min_deg:
+            continue
+        obs = dataclasses.replace(placement.observer, yaw_deg=float(yaw))
+        if not in_view(obs, placement.target):
+            sup = placement.observer_support
+            if sup is not None:
+                sup = dataclasses.replace(sup, yaw_deg=float(yaw))
+            return dataclasses.replace(placement, observer=obs, observer_support=sup)
+    return None
+
+
 def turned_away(placement: Placement, rng: np.random.Generator, design: MatchedDesign, centre_xy=None,
                 match_cos: float | None = None) -> Placement:
     """The same geometry with the observer looking sideways or away from the target (outside its view).

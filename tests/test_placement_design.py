@@ -227,3 +227,31 @@ def test_triangle_rays_match_trimesh_nearest_hits():
         a = got[0][np.argsort(got[1])]
         b = ref[0][np.argsort(ref[1])]
         np.testing.assert_allclose(a, b, atol=1e-7)
+
+
+def test_turned_to_viewer_reproduces_the_positive_cosine_out_of_view():
+    """The build turns each facing-away negative to its positive's observer-faces-viewer cosine towards the
+    actual viewer (tasks.threedpc.build._face_viewer_as_pair): the cosine is reproduced exactly (audit cue
+    definition) and the target stays outside the observer's view."""
+    from tasks.labels import in_view
+    from tasks.placement import turned_to_viewer, viewer_facing_cos
+
+    rng = np.random.default_rng(5)
+    done = 0
+    for _ in range(200):
+        o, t = rng.uniform(-1.5, 1.5, 2), rng.uniform(-1.5, 1.5, 2)
+        if np.linalg.norm(o - t) < 0.5:
+            continue
+        pl = make_props(PropStyle(), o, 0.0, t, rng.uniform(0, 0.8), 0.0, {})
+        viewer = np.r_[rng.uniform(-4, 4, 2) * 1.5, rng.uniform(0.5, 2.5)]
+        c = float(rng.uniform(-0.9, 0.9))
+        turned = turned_to_viewer(pl, viewer, c, rng, MatchedDesign())
+        if turned is None:
+            continue
+        done += 1
+        el = viewer - np.asarray(pl.observer.position)
+        reachable = np.linalg.norm(el[:2]) / np.linalg.norm(el)
+        assert abs(viewer_facing_cos(turned, viewer) - np.clip(c, -reachable, reachable)) < 1e-9
+        assert not in_view(turned.observer, turned.target)
+        assert turned.observer.position == pl.observer.position
+    assert done > 100

@@ -246,3 +246,23 @@ def test_prop_sizes_are_log_uniform_and_independent():
     q = np.quantile(np.log(fb), [0.25, 0.5, 0.75])
     assert abs(q[1] - np.log(np.sqrt(0.6 * 2.0))) < 0.03 and abs((q[2] - q[1]) - (q[1] - q[0])) < 0.04
     assert abs(np.corrcoef(np.log(fb), np.log(fo))[0, 1]) < 0.05
+
+
+def test_contact_sheet_cli(tiny, tmp_path):
+    """``python -m tasks.threedpc.sheet``: n images per label, label 0 first, captions name label and sizes;
+    bad input → error and exit 2."""
+    from tasks.threedpc.sheet import caption, contact_sheet, pick_images, read_rows
+
+    md = read_rows(tiny)
+    pick = pick_images(md, "vpt", "test", 3)
+    assert list(pick.vpt_label) == sorted(pick.vpt_label) and set(pick.vpt_label) == {0, 1}
+    assert caption(pick.iloc[0], "vpt").startswith("0 ")
+    img = contact_sheet(tiny, "depth", "test", 3, cols=3, tile=32)
+    assert img.dtype == np.uint8 and img.shape[1] == 3 * 32 and img.shape[0] % (32 + 14) == 0
+    out = tmp_path / "s.png"
+    ok = subprocess.run([sys.executable, "-m", "tasks.threedpc.sheet", str(tiny), "--n", "2", "--tile", "32",
+                         "--out", str(out)], capture_output=True, text=True)
+    assert ok.returncode == 0 and out.is_file(), ok.stderr
+    bad = subprocess.run([sys.executable, "-m", "tasks.threedpc.sheet", str(tmp_path / "nope"), "--out", str(out)],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.startswith("error:") and "Traceback" not in bad.stderr

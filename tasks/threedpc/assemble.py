@@ -218,6 +218,8 @@ REJECTION_REASONS = {
     "no_clear_blocked_clear": "strategy paths without a clear → blocked → clear scan",
     "no_margin": "strategy paths without clear steps one ball diameter from the blocked run",
     "label_or_visibility": "strategy paths with a step whose label or viewer visibility failed",
+    "face_viewer_unmatched": "facing-away negatives that could not be turned to their positive's angle with the viewer",
+    "face_viewer_relabel_failed": "facing-away negatives whose turned observer no longer labelled out_of_view (kept unturned)",
     "props_too_small": "strategy paths with a step whose observer or ball is shorter on screen than the minimum",
 }
 

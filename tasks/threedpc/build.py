@@ -238,13 +238,40 @@ def scene_placements(cfg: BuildConfig, scene, rng: np.random.Generator) -> tuple
                                    label_fn, cfg.rules, max_tries=cfg.max_placement_tries)
 
 
+def _face_viewer_as_pair(cfg, scene, pl, vpt, info, arc, pos_cos, rng, rejected):
+    """Settings come in pairs (positive, then its negative). The positive's observer-faces-viewer cosine
+    towards its arc's middle viewer position is remembered; a facing-away negative is turned
+    (:func:`tasks.placement.turned_to_viewer`) to the same cosine towards its own arc's middle, then relabelled.
+    The placement-time match (``sample_matched_settings``) can only guess where the viewer will stand; this
+    uses the arc itself (issue 10: observer_faces_viewer AUC 0.63-0.69 without it). Returns (placement, vpt,
+    cosine to remember)."""
+    from ..placement import MatchedDesign, turned_to_viewer, viewer_facing_cos
+
+    mid = arc.eye(0.5)
+    if info.get("pair_role") == "positive":
+        return pl, vpt, viewer_facing_cos(pl, mid)
+    if info.get("pair_role") == "out_of_view" and pos_cos is not None:
+        turned = turned_to_viewer(pl, mid, pos_cos, rng, MatchedDesign())
+        if turned is None:
+            rejected["face_viewer_unmatched"] = rejected.get("face_viewer_unmatched", 0) + 1
+            return pl, vpt, None
+        v2 = vpt_label(staged_scene(scene, turned), turned.observer, turned.target, cfg.rules)
+        if v2["vpt_label"] == 0 and v2["vpt_reason"] == "out_of_view":
+            return turned, v2, None
+        rejected["face_viewer_relabel_failed"] = rejected.get("face_viewer_relabel_failed", 0) + 1
+    return pl, vpt, None
+
+
 def basic_scene_rows(cfg: BuildConfig, scene, split: str, tmp: Path, final: Path) -> tuple[list[dict], dict]:
     rng = scene_rng(cfg, scene.name)
     settings, rejected = scene_placements(cfg, scene, rng)
     rows = []
+    pos_cos = None
     for k, (pl, vpt, info) in enumerate(settings):
         outcome = vpt["vpt_reason"] if vpt["vpt_label"] == 0 else "visible"
         arc = viewer_arc(scene, pl, rng, cfg)
+        if cfg.placement_design != "legacy":
+            pl, vpt, pos_cos = _face_viewer_as_pair(cfg, scene, pl, vpt, info, arc, pos_cos, rng, rejected)
         part = cfg.part_of(scene.name, k)
         stage = staged_scene(scene, pl)
         if cfg.placement_design == "legacy":
