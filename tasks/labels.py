@@ -250,23 +250,36 @@ def viewer_visibility(comp, camera, props: list, alone_masks: list[np.ndarray], 
     """
     from scenes.props import surface_samples
 
-    inside, visible, pixels = [], [], []
+    inside, visible, pixels, heights = [], [], [], []
     for k, (prop, alone) in enumerate(zip(props, alone_masks, strict=True)):
         n_alone = int(alone.sum())
         pixels.append(n_alone)
+        heights.append(mask_height_px(alone))
         visible.append(float(comp.mesh_visible(k, rules.alpha_hidden).sum() / n_alone) if n_alone else 0.0)
         inside.append(in_image_fraction(camera, surface_samples(prop)))
-    return visibility_row(inside, visible, pixels, rules)
+    return visibility_row(inside, visible, pixels, rules, heights)
 
 
-def visibility_row(inside: list[float], visible: list[float], pixels: list[int], rules: LabelRules) -> dict:
+def mask_height_px(mask: np.ndarray) -> int:
+    """Rows (pixels) spanned by a prop's mask [H, W] bool in the viewer's image, from its top row to its
+    bottom row (0 for an empty mask): the prop's size on screen as a person judges it (issue 10)."""
+    rows = np.flatnonzero(np.asarray(mask).any(axis=1))
+    return int(rows[-1] - rows[0] + 1) if len(rows) else 0
+
+
+def visibility_row(inside: list[float], visible: list[float], pixels: list[int], rules: LabelRules,
+                   heights: list[int] | None = None) -> dict:
     """Per-prop (observer, ball) visibility columns plus ``keep`` and ``drop_reason``: a prop less than
     ``prop_in_image_min`` inside the image → ``<prop>_outside_image``, else one less than
-    ``prop_visible_min`` visible → ``<prop>_hidden`` (a NaN visibility, i.e. not rendered, is not judged)."""
+    ``prop_visible_min`` visible → ``<prop>_hidden`` (a NaN visibility, i.e. not rendered, is not judged).
+    ``heights``: each prop's on-screen height (pixels, :func:`mask_height_px`; 0 = not rendered), recorded
+    as ``<prop>_height_px``."""
     out: dict = {}
     reasons = []
-    for name, f_in, vis, n in zip(("observer", "ball"), inside, visible, pixels, strict=True):
-        out.update({f"{name}_visible_fraction": vis, f"{name}_in_image_fraction": f_in, f"{name}_pixels": n})
+    heights = [0, 0] if heights is None else heights
+    for name, f_in, vis, n, h in zip(("observer", "ball"), inside, visible, pixels, heights, strict=True):
+        out.update({f"{name}_visible_fraction": vis, f"{name}_in_image_fraction": f_in, f"{name}_pixels": n,
+                    f"{name}_height_px": int(h)})
         if f_in < rules.prop_in_image_min:
             reasons.append(f"{name}_outside_image")
         elif vis < rules.prop_visible_min:
@@ -334,7 +347,8 @@ LABEL_DTYPES = {
     "vpt_reason": "string", "depth_reason": "string", "drop_reason": "string", "vpt_reason_raycast": "string",
     "vpt_reason_render": "string", "label_rule_version": "string", "file_name": "string", "scene": "string",
     "observer_shape": "string", "ball_shape": "string", "frame": "int32", "width": "int32", "height": "int32",
-    "seed": "int64", "observer_pixels": "int32", "ball_pixels": "int32",
+    "seed": "int64", "observer_pixels": "int32", "ball_pixels": "int32", "observer_height_px": "int32",
+    "ball_height_px": "int32",
     "category": "string", "split": "string", "task_set": "string", "requested": "string", "setting": "int32",
 }
 

@@ -149,22 +149,77 @@ def staged_scene(scene, placement: Placement):
     return staged
 
 
+class TriangleRays:
+    """Nearest ray hits on a small triangle mesh, vectorised over rays × triangles (Möller–Trumbore), with
+    the ``.intersects_location`` interface of trimesh's ray intersectors (nearest hit per ray).
+
+    For the supports (a few hundred triangles each): trimesh's pure-Python ``ray_triangle`` intersector
+    walks an R-tree per ray and was the largest cost of a 3D-PC scene (issue 10 profile: ~half of a
+    basic scene's CPU time in candidate ray casts). Reference twin: trimesh's ``RayMeshIntersector``
+    (tests/test_placement_design.py compares both)."""
+
+    def __init__(self, mesh, chunk: int = 256):
+        tri = np.asarray(mesh.triangles, float)            # (m, 3, 3)
+        self.v0 = tri[:, 0]
+        self.e1 = tri[:, 1] - tri[:, 0]
+        self.e2 = tri[:, 2] - tri[:, 0]
+        self.chunk = chunk
+        self.lo, self.hi = tri.reshape(-1, 3).min(0), tri.reshape(-1, 3).max(0)
+
+    def _slab_hits(self, o: np.ndarray, d: np.ndarray) -> np.ndarray:
+        """Rays (bool [n]) that meet the mesh's bounding box (slab test): the rest cannot hit a triangle."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            inv = 1.0 / d
+            t1, t2 = (self.lo - o) * inv, (self.hi - o) * inv
+        t1, t2 = np.nan_to_num(t1, nan=-np.inf), np.nan_to_num(t2, nan=np.inf)
+        tmin = np.minimum(t1, t2).max(1)
+        tmax = np.maximum(t1, t2).min(1)
+        return (tmax >= np.maximum(tmin, 0.0)) & np.isfinite(tmax)
+
+    def intersects_location(self, origins, directions, multiple_hits: bool = False):
+        """(locations [k,3], ray indices [k], triangle ids [k]) of each ray's nearest hit at t > 0."""
+        if multiple_hits:
+            raise ValueError("TriangleRays answers nearest hits only (multiple_hits=False)")
+        o_all = np.asarray(origins, float)
+        d_all = np.asarray(directions, float)
+        cand = np.flatnonzero(self._slab_hits(o_all, d_all))
+        best = np.full(len(o_all), np.inf)
+        tri = np.full(len(o_all), -1, np.int64)
+        eps = 1e-12
+        for start in range(0, len(cand), self.chunk):
+            idx = cand[start:start + self.chunk]
+            o, d = o_all[idx][:, None, :], d_all[idx][:, None, :]
+            p = np.cross(d, self.e2[None])                   # (c, m, 3)
+            det = (self.e1[None] * p).sum(-1)
+            ok = np.abs(det) > eps
+            inv = np.where(ok, 1.0 / np.where(ok, det, 1.0), 0.0)
+            s = o - self.v0[None]
+            u = (s * p).sum(-1) * inv
+            q = np.cross(s, self.e1[None])
+            v = (d * q).sum(-1) * inv
+            t = (self.e2[None] * q).sum(-1) * inv
+            hit = ok & (u >= 0) & (v >= 0) & (u + v <= 1) & (t > 1e-9)
+            t = np.where(hit, t, np.inf)
+            j = t.argmin(1)
+            tj = t[np.arange(len(idx)), j]
+            best[idx], tri[idx] = tj, np.where(np.isfinite(tj), j, -1)
+        hit = np.flatnonzero(np.isfinite(best))
+        return o_all[hit] + best[hit, None] * d_all[hit], hit, tri[hit]
+
+
 class CompositeOccluders:
     """Several occluder meshes ray-cast as one (the nearest hit per ray), duck-typing the part of a trimesh
     that line-of-sight tests use (``.ray.intersects_location``; see ``tasks.labels.raycast_visible_fraction``).
 
     The first mesh (the scene's, long-lived) keeps its own, usually Embree, intersector; the small
-    per-placement support meshes use trimesh's pure-numpy triangle intersector. Building and freeing an
+    per-placement support meshes use :class:`TriangleRays` (vectorised numpy). Building and freeing an
     Embree scene for every candidate placement crashed worker processes (segfault inside libembree on
     release), and a support has only a few hundred triangles.
     """
 
     def __init__(self, meshes: list):
-        import trimesh
-
         self.meshes = list(meshes)
-        self._intersectors = [self.meshes[0].ray] + [trimesh.ray.ray_triangle.RayMeshIntersector(m)
-                                                     for m in self.meshes[1:]]
+        self._intersectors = [self.meshes[0].ray] + [TriangleRays(m) for m in self.meshes[1:]]
         self.ray = self
 
     def intersects_location(self, origins, directions, multiple_hits: bool = False):
@@ -248,6 +303,9 @@ class MatchedDesign:
     away_min_deg: a facing-away observer is turned at least this far from the target (fov/2 + margin).
     pool: candidate geometries drawn per scene (more if too few of a class), match_max: a pair whose
         feature distance (in LAYOUT_SCALES units) exceeds this is not used.
+    gap_max: each prop stands up to this far (m) outside the object's bounding circle (observer from 0.15 m,
+        target from 0.05 m). 0.6 since issue 10's look check (was 0.9): props spread wider than the viewer's
+        field of view on large objects (cars, benches), so the framing could not zoom in on them.
     """
 
     ground_fraction: float = 0.2
@@ -260,6 +318,7 @@ class MatchedDesign:
     away_min_deg: float = 55.0
     pool: int = 200
     match_max: float = 1.5
+    gap_max: float = 0.6
 
 
 def _blocked_rays(eye: np.ndarray, points: np.ndarray, mesh) -> np.ndarray:
@@ -327,7 +386,7 @@ def draw_candidate(scene, rng: np.random.Generator, style: PropStyle, rules: Lab
     h_max = float(np.clip(design.height_factor * (hi[2] - max(lo[2], 0.0)) + 0.3, 0.8, design.height_cap))
     a_o = rng.uniform(0, 2 * math.pi)
     a_t = a_o + math.radians(rng.choice([-1.0, 1.0]) * rng.uniform(20, 180))
-    r_o, r_t = rng.uniform(0.15, 0.9), rng.uniform(0.05, 0.9)
+    r_o, r_t = rng.uniform(0.15, design.gap_max), rng.uniform(0.05, design.gap_max)
     obs_xy = centre + (r_obj + r_o) * np.array([math.cos(a_o), math.sin(a_o)])
     tgt_xy = centre + (r_obj + r_t) * np.array([math.cos(a_t), math.sin(a_t)])
     heights, kinds = [], []
@@ -370,21 +429,77 @@ def draw_candidate(scene, rng: np.random.Generator, style: PropStyle, rules: Lab
     return Candidate(pl, ap["visible_fraction_raycast"], ap["vpt_reason"], layout_features(scene, pl))
 
 
-def turned_away(placement: Placement, rng: np.random.Generator, design: MatchedDesign, centre_xy=None) -> Placement:
+def viewer_side_azimuth(placement: Placement, centre_xy) -> float | None:
+    """Azimuth (deg) of the outward direction from the object's centre through the props' midpoint — where
+    the viewer's arc is centred (``tasks.threedpc.build.viewer_arc``) — or None when the midpoint is at the centre."""
+    o, t = np.asarray(placement.observer.position), placement.target.center
+    out = (o[:2] + t[:2]) / 2 - np.asarray(centre_xy, float)[:2]
+    if np.linalg.norm(out) <= 1e-6:
+        return None
+    return math.degrees(math.atan2(out[1], out[0]))
+
+
+def faces_viewer_cos(placement: Placement, centre_xy) -> float | None:
+    """Cosine (ground plane) between the observer's facing and the viewer side (:func:`viewer_side_azimuth`):
+    the design-time twin of the audit's ``observer_faces_viewer`` cue."""
+    phi = viewer_side_azimuth(placement, centre_xy)
+    return None if phi is None else math.cos(math.radians(placement.observer.yaw_deg - phi))
+
+
+def viewer_facing_cos(placement: Placement, viewer_xyz) -> float:
+    """Cosine between the observer's facing and the direction from it to ``viewer_xyz`` (world metres): the
+    audit's ``observer_faces_viewer`` cue (tasks/threedpc/shortcuts.py) for one viewer position."""
+    to_v = np.asarray(viewer_xyz, float) - np.asarray(placement.observer.position, float)
+    return float(placement.observer.forward @ to_v / max(np.linalg.norm(to_v), 1e-12))
+
+
+def turned_to_viewer(placement: Placement, viewer_xyz, cos_target: float, rng: np.random.Generator,
+                     design: "MatchedDesign") -> Placement | None:
+    """The same geometry with the observer turned (yaw only) so that :func:`viewer_facing_cos` towards
+    ``viewer_xyz`` equals ``cos_target`` (clipped to what the viewer's elevation allows) while the target stays
+    outside its view and at least ``design.away_min_deg`` from its facing; None when neither of the two yaws
+    that give this cosine qualifies. Why: a facing-away negative must not face the viewer differently from
+    its paired visible placement, or "the observer faces the viewer" gives VPT away (issue 10)."""
+    o = np.asarray(placement.observer.position, float)
+    to_v = np.asarray(viewer_xyz, float) - o
+    psi = math.degrees(math.atan2(to_v[1], to_v[0]))
+    cos_el = float(np.linalg.norm(to_v[:2]) / max(np.linalg.norm(to_v), 1e-12))
+    pitch = math.radians(placement.observer.pitch_deg)
+    # forward·to_v = cos(pitch)·cos(yaw − ψ)·cos(el) + sin(pitch)·sin(el); observers are level (pitch 0)
+    a = math.degrees(math.acos(float(np.clip(cos_target / max(cos_el * math.cos(pitch), 1e-9), -1.0, 1.0))))
+    t = placement.target.center
+    to_tgt = math.degrees(math.atan2(t[1] - o[1], t[0] - o[0]))
+    for yaw in ([psi + a, psi - a] if rng.uniform() < 0.5 else [psi - a, psi + a]):
+        if abs((yaw - to_tgt + 180) % 360 - 180) < design.away_min_deg:
+            continue
+        obs = dataclasses.replace(placement.observer, yaw_deg=float(yaw))
+        if not in_view(obs, placement.target):
+            sup = placement.observer_support
+            if sup is not None:
+                sup = dataclasses.replace(sup, yaw_deg=float(yaw))
+            return dataclasses.replace(placement, observer=obs, observer_support=sup)
+    return None
+
+
+def turned_away(placement: Placement, rng: np.random.Generator, design: MatchedDesign, centre_xy=None,
+                match_cos: float | None = None) -> Placement:
     """The same geometry with the observer looking sideways or away from the target (outside its view).
 
-    With ``centre_xy`` (the object's centre) the observer's yaw is first mirrored about the outward
-    direction at the props' midpoint — where the viewer will stand — so the angle between the observer's
-    facing and the viewer is distributed as for the visible placements (else "the observer faces the
-    viewer" would tell the classes apart); when the mirrored observer still sees the target, a random
-    turn of at least ``away_min_deg`` is used."""
+    With ``centre_xy`` (the object's centre) and ``match_cos`` (the paired visible placement's
+    :func:`faces_viewer_cos`), the observer is first turned so that its facing makes the same angle with the
+    viewer side as the visible one's — yaw = φ ± arccos(match_cos) — so "the observer faces the viewer" cannot
+    tell a facing-away negative from its positive (issue 10: AUC 0.63 when facing-away observers were turned
+    at random, their mean cosine −0.18 against +0.25). Next (``centre_xy`` only) the yaw mirrored about the
+    viewer side; when those still see the target, a random turn of at least ``away_min_deg``."""
     o, t = np.asarray(placement.observer.position), placement.target.center
     to_tgt = math.degrees(math.atan2(t[1] - o[1], t[0] - o[0]))
     yaws = []
-    if centre_xy is not None:
-        out = (o[:2] + t[:2]) / 2 - np.asarray(centre_xy, float)[:2]
-        if np.linalg.norm(out) > 1e-6:
-            yaws.append(2 * math.degrees(math.atan2(out[1], out[0])) - placement.observer.yaw_deg)
+    phi = viewer_side_azimuth(placement, centre_xy) if centre_xy is not None else None
+    if phi is not None:
+        if match_cos is not None:
+            a = math.degrees(math.acos(float(np.clip(match_cos, -1.0, 1.0))))
+            yaws += [phi + a, phi - a] if rng.uniform() < 0.5 else [phi - a, phi + a]
+        yaws.append(2 * phi - placement.observer.yaw_deg)
     yaws += [to_tgt + rng.choice([-1.0, 1.0]) * rng.uniform(design.away_min_deg, 180.0) for _ in range(50)]
     for yaw in yaws:
         if abs((yaw - to_tgt + 180) % 360 - 180) < design.away_min_deg:
@@ -462,7 +577,8 @@ def sample_matched_settings(scene, outcomes: list[str], rng: np.random.Generator
                 used.add(i)
                 counts["unmatched"] += 1
                 continue
-            pl_neg = pool[i].placement if neg == "occluded" else turned_away(pool[i].placement, rng, design, centre)
+            pl_neg = pool[i].placement if neg == "occluded" else turned_away(
+                pool[i].placement, rng, design, centre, faces_viewer_cos(pool[j].placement, centre))
             v_neg = labelled(pl_neg, 0)
             if v_neg is None:
                 used.add(i)

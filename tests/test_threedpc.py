@@ -176,7 +176,7 @@ def test_build_restoring_the_legacy_placement_fails_the_shortcut_audit(tmp_path)
 
     legacy = {"scenes": ["hydrant_01", "car_01", "plant_01", "hydrant_03", "car_03"], "settings": 8, "frames": 3,
               "size": 48, "human_n": 0, "strategy_steps": 6, "workers": 1, "placement_design": "legacy",
-              "out_of_view_fraction": 0.0, "size_jitter": 0.2, "height_jitter": 0.25, "val_holdout": "setting",
+              "out_of_view_fraction": 0.0, "ball_size_range": [0.8, 1.2], "observer_size_range": [0.8, 1.2], "height_jitter": 0.25, "val_holdout": "setting",
               "audit": {"min_placements": 20, "bootstrap": 100}}
     out = tmp_path / "legacy"
     with pytest.raises(ShortcutAuditFailed, match="prop_distance"):
@@ -185,3 +185,84 @@ def test_build_restoring_the_legacy_placement_fails_the_shortcut_audit(tmp_path)
     table = pd.read_csv(out / "shortcut_audit.csv")
     row = table[(table.task == "vpt") & (table.kind == "cue_auc") & (table.name == "prop_distance")].iloc[0]
     assert row.value < 0.35
+
+
+def test_framing_keeps_both_props_inside_and_enlarges_them():
+    """The per-frame framing (issue 10: observers ~10 px tall in far views): the camera zooms in on the props
+    by the largest factor in [1, zoom_max] that keeps both inside the margin, so props grow by that factor."""
+    import dataclasses
+
+    from scenes.load import load_scene
+    from scenes.props import surface_samples
+    from tasks.placement import PropStyle, make_props
+    from tasks.threedpc.build import framed_cameras, framing_zoom
+
+    sc = load_scene("couch_01")
+    pl = make_props(PropStyle(), (-1.2, 0.3), 20.0, (1.0, -0.4), 0.3, 0.0, {})
+    arc = dataclasses.replace(sc.trajectory, sweep_deg=90.0, closed=False, radius=1.25 * sc.trajectory.radius)
+    margin = 0.08
+    cams, zooms = framed_cameras(arc, pl, 6, 256, 3.0, margin)
+    assert (zooms >= 1).all() and (zooms <= 3).all() and zooms.max() > 1.2
+    pts = np.concatenate([surface_samples(pl.observer), surface_samples(pl.target)])
+    for cam, z in zip(cams, zooms, strict=True):
+        uv, depth = cam.project(pts)
+        assert (depth > 0).all()
+        if 1 < z < 3:  # fitted zoom: every surface point inside the margin box
+            assert (uv >= margin * 256 - 1e-6).all() and (uv <= (1 - margin) * 256 + 1e-6).all()
+        # on-screen sizes grow by the zoom: the camera's focal length is the base one times the zoom
+        base = dataclasses.replace(cam, fx=cam.fx / z, fy=cam.fy / z)
+        uv0, _ = base.project(pts)
+        np.testing.assert_allclose(np.ptp(uv[:, 1] - 128), z * np.ptp(uv0[:, 1] - 128), rtol=1e-9)
+        assert framing_zoom(cam, pl, margin) >= 1 - 1e-9 or z == 1.0
+
+
+def test_kept_frames_show_props_at_least_the_minimum_size(tiny):
+    """Every image in a task set shows the observer at least min_observer_height × size and the ball at least
+    min_ball_height × size pixels tall; frames below are dropped with a reason; the summary reports min/median."""
+    cfg = config_from_dict({**TINY, "out": str(tiny)})
+    md = pd.read_parquet(tiny / "metadata.parquet")
+    used = md[md.in_vpt | md.in_depth | md.in_strategy]
+    assert (used.observer_height_px >= cfg.min_observer_height * cfg.size).all()
+    assert (used.ball_height_px >= cfg.min_ball_height * cfg.size).all()
+    small = md[md.drop_reason.str.contains("observer_too_small")]
+    assert (small.observer_height_px < cfg.min_observer_height * cfg.size).all()
+    basic = md[(md.task_set == "basic") & (md.in_vpt | md.in_depth)]
+    summary = (tiny / "summary.md").read_text()
+    assert "## Prop sizes on screen" in summary
+    assert (f"| basic (VPT or depth set) | {len(basic)} | {int(basic.observer_height_px.min())} | "
+            f"{basic.observer_height_px.median():.0f} |") in summary
+
+
+def test_prop_sizes_are_log_uniform_and_independent():
+    from tasks.placement import PropStyle
+    from tasks.threedpc.build import sized_style
+
+    rng = np.random.default_rng(0)
+    st = [sized_style(PropStyle(), rng, (0.6, 2.0), (0.8, 1.6)) for _ in range(4000)]
+    fb = np.array([s.target_size for s in st]) / PropStyle().target_size
+    fo = np.array([s.observer_size for s in st]) / PropStyle().observer_size
+    assert fb.min() >= 0.6 and fb.max() <= 2.0 and fo.min() >= 0.8 and fo.max() <= 1.6
+    # log-uniform: the log factor's mean sits mid-range, its quartiles evenly spaced
+    q = np.quantile(np.log(fb), [0.25, 0.5, 0.75])
+    assert abs(q[1] - np.log(np.sqrt(0.6 * 2.0))) < 0.03 and abs((q[2] - q[1]) - (q[1] - q[0])) < 0.04
+    assert abs(np.corrcoef(np.log(fb), np.log(fo))[0, 1]) < 0.05
+
+
+def test_contact_sheet_cli(tiny, tmp_path):
+    """``python -m tasks.threedpc.sheet``: n images per label, label 0 first, captions name label and sizes;
+    bad input → error and exit 2."""
+    from tasks.threedpc.sheet import caption, contact_sheet, pick_images, read_rows
+
+    md = read_rows(tiny)
+    pick = pick_images(md, "vpt", "test", 3)
+    assert list(pick.vpt_label) == sorted(pick.vpt_label) and set(pick.vpt_label) == {0, 1}
+    assert caption(pick.iloc[0], "vpt").startswith("0 ")
+    img = contact_sheet(tiny, "depth", "test", 3, cols=3, tile=32)
+    assert img.dtype == np.uint8 and img.shape[1] == 3 * 32 and img.shape[0] % (32 + 14) == 0
+    out = tmp_path / "s.png"
+    ok = subprocess.run([sys.executable, "-m", "tasks.threedpc.sheet", str(tiny), "--n", "2", "--tile", "32",
+                         "--out", str(out)], capture_output=True, text=True)
+    assert ok.returncode == 0 and out.is_file(), ok.stderr
+    bad = subprocess.run([sys.executable, "-m", "tasks.threedpc.sheet", str(tmp_path / "nope"), "--out", str(out)],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.startswith("error:") and "Traceback" not in bad.stderr

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ..labels import LABEL_RULE_VERSION
-from .build import LABELS_FILE, scene_dir, scene_rng
+from .build import LABELS_FILE, scene_dir_of, scene_rng
 from .config import BuildConfig, ConfigError
 
 VIEWS = ("vpt", "depth", "vpt_strategy", "human")
@@ -121,14 +121,11 @@ def assemble(cfg: BuildConfig) -> None:
 
     from render.files import package_version, write_table
     from scenes.files import atomic_write_text
-    from scenes.load import load_scene
-
     out = Path(cfg.out)
     tables = []
     rejections: dict[str, dict[str, int]] = {}
     for name in cfg.scenes:
-        scene = load_scene(name)
-        d = scene_dir(cfg, scene, cfg.split_of(name))
+        d = scene_dir_of(cfg, name)
         tables.append(pd.read_parquet(d / LABELS_FILE))
         rejections[name] = scene_rejections(d)
     df = pd.concat(tables, ignore_index=True)
@@ -221,7 +218,31 @@ REJECTION_REASONS = {
     "no_clear_blocked_clear": "strategy paths without a clear → blocked → clear scan",
     "no_margin": "strategy paths without clear steps one ball diameter from the blocked run",
     "label_or_visibility": "strategy paths with a step whose label or viewer visibility failed",
+    "face_viewer_unmatched": "facing-away negatives that could not be turned to their positive's angle with the viewer",
+    "face_viewer_relabel_failed": "facing-away negatives whose turned observer no longer labelled out_of_view (kept unturned)",
+    "props_too_small": "strategy paths with a step whose observer or ball is shorter on screen than the minimum",
 }
+
+
+def prop_size_lines(cfg: BuildConfig, df) -> list[str]:
+    """The "Prop sizes on screen" section: how tall (pixels) the observer and the ball are in the kept images
+    (basic frames in the task sets, and VPT-Strategy steps), against the build's minimum (frames below it are
+    dropped as ``observer_too_small`` / ``ball_too_small``), and the framing zoom."""
+    if "observer_height_px" not in df:
+        return []
+    lines = ["## Prop sizes on screen (pixels tall, kept images)", "",
+             f"Minimum kept: observer {cfg.min_observer_height * cfg.size:.0f} px, ball {cfg.min_ball_height * cfg.size:.0f} px "
+             f"(`min_observer_height`, `min_ball_height` × {cfg.size} px); framing zoom in [1, {cfg.zoom_max:g}].", "",
+             "| images | n | observer min | observer median | ball min | ball median | zoom median |", "|---|---|---|---|---|---|---|"]
+    for name, sel in (("basic (VPT or depth set)", (df.task_set == "basic") & (df.in_vpt | df.in_depth)),
+                      ("VPT-Strategy", df.task_set == "strategy")):
+        sub = df[sel]
+        if not len(sub):
+            continue
+        z = f"{sub.viewer_zoom.median():.2f}" if "viewer_zoom" in sub and sub.viewer_zoom.notna().any() else ""
+        lines.append(f"| {name} | {len(sub)} | {int(sub.observer_height_px.min())} | {sub.observer_height_px.median():.0f} | "
+                     f"{int(sub.ball_height_px.min())} | {sub.ball_height_px.median():.0f} | {z} |")
+    return lines + [""]
 
 
 def summary_markdown(cfg: BuildConfig, df, counts: dict, rejections: dict | None = None) -> str:
@@ -251,6 +272,7 @@ def summary_markdown(cfg: BuildConfig, df, counts: dict, rejections: dict | None
         lines.append(f"- {r}: {n} ({n / max(len(basic), 1):.1%} of frames)")
     amb = basic[basic.keep.fillna(False) & basic.depth_label.isna()]
     lines.append(f"- depth ambiguous (kept for VPT, excluded from depth): {len(amb)}")
+    lines += ["", *prop_size_lines(cfg, df)]
     lines += ["", "## Label audit", ""]
     settings = df.drop_duplicates(["scene", "setting"])
     lines.append(f"- placement design `{cfg.placement_design}`; placements labelled: {len(settings)}. Every kept "
@@ -274,6 +296,11 @@ def summary_markdown(cfg: BuildConfig, df, counts: dict, rejections: dict | None
         lines.append(f"- correlation of the apparent (pixel) size ratio with the depth label: {r_pix:+.3f} "
                      "(perspective: the nearer prop looks larger, as for people)")
     vk = df[df.in_vpt]
+    per = vk.drop_duplicates(["scene", "setting"])
+    if per.vpt_label.nunique() == 2 and per.size_ratio.nunique() > 1:
+        r_vs = np.corrcoef(per.size_ratio, per.vpt_label.astype(float))[0, 1]
+        lines.append(f"- correlation of the physical size ratio (ball/observer) with the VPT label, per placement: "
+                     f"{r_vs:+.3f} over {len(per)} placements (sizes are drawn independently of the outcome)")
     if vk.vpt_label.nunique() == 2:
         from sklearn.metrics import roc_auc_score
 

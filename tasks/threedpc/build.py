@@ -49,12 +49,95 @@ def scene_dir(cfg: BuildConfig, scene, split: str) -> Path:
     return Path(cfg.out) / "images" / split / category / _safe(scene.name)
 
 
+def scene_dir_of(cfg: BuildConfig, name: str) -> Path:
+    """:func:`scene_dir` of scene ``name`` without building it when it is a catalogue name (its folder follows
+    from the name: building a catalogue scene costs seconds of CPU, and ``assemble`` needs only the folders);
+    scene files are loaded."""
+    from scenes.catalogue import parse_name
+    from scenes.gaussians import SceneError
+
+    split = cfg.split_of(name)
+    if not (os.path.sep in name or name.endswith((".ply", ".pt", ".yaml", ".yml", ".json"))):
+        try:
+            category, _ = parse_name(name)
+            return Path(cfg.out) / "images" / split / category / name
+        except SceneError:
+            pass
+    from scenes.load import load_scene
+
+    return scene_dir(cfg, load_scene(name), split)
+
+
 def jittered_style(style: PropStyle, rng: np.random.Generator, jitter: float, observer_min: float = 0.0) -> PropStyle:
     """Prop sizes scaled by independent factors, the observer's U(max(1 − j, observer_min), 1 + j), the ball's
     U(1 − j, 1 + j): size carries little label information, and the observer stays large enough that its
     facing direction can be read (``observer_min``; 0 = the same range for both)."""
     fo, ft = rng.uniform([max(1 - jitter, observer_min), 1 - jitter], 1 + jitter)
     return dataclasses.replace(style, observer_size=style.observer_size * float(fo), target_size=style.target_size * float(ft))
+
+
+def sized_style(style: PropStyle, rng: np.random.Generator, ball_range=(0.6, 2.0), observer_range=(0.8, 1.6)) -> PropStyle:
+    """Prop sizes scaled by independent log-uniform factors, the ball's in ``ball_range``, the observer's in
+    ``observer_range``. Why log-uniform and wide: the depth task's size cue is (ball size / observer size) ×
+    (observer distance / ball distance); a wide, symmetric spread of the first factor in log units keeps the
+    second (perspective, a cue people use) from deciding depth order alone (issue 10: pixel-ratio AUC 0.125
+    against the 0.10 floor with U(0.5, 1.5) × U(0.8, 1.5)). The viewer's framing (:func:`framed_cameras`)
+    keeps the smallest props large enough on screen."""
+    fb, fo = np.exp(rng.uniform(np.log([ball_range[0], observer_range[0]]), np.log([ball_range[1], observer_range[1]])))
+    return dataclasses.replace(style, observer_size=style.observer_size * float(fo), target_size=style.target_size * float(fb))
+
+
+def props_aim(placement: Placement) -> np.ndarray:
+    """Where the framed viewer looks (world metres, (3,)): the midpoint of the two props' centres."""
+    return (np.asarray(placement.observer.position, float) + placement.target.center) / 2
+
+
+def framing_zoom(camera, placement: Placement, margin: float) -> float:
+    """The largest zoom (focal-length factor, ≥ 0) at which both props' bounding spheres stay inside the
+    image with ``margin`` (fraction of the image size) on each side, for ``camera`` (pinhole, centred
+    principal point). Conservative: a sphere of radius r at camera-space (x, y, z) projects within
+    f·(|x| + r)/(z − r) of the principal point along x (likewise y). 0 when a prop is behind the camera."""
+    zoom = math.inf
+    spheres = [(np.asarray(placement.observer.position, float), placement.observer.bounding_radius()),
+               (placement.target.center, placement.target.bounding_radius)]
+    for c, r in spheres:
+        x, y, z = camera.world_to_camera(c[None])[0]
+        if z - r <= 1e-6:
+            return 0.0
+        for v, f, half in ((x, camera.fx, camera.width / 2), (y, camera.fy, camera.height / 2)):
+            zoom = min(zoom, (1 - 2 * margin) * half / (f * (abs(v) + r) / (z - r)))
+    return float(zoom)
+
+
+def framed_cameras(arc, placement: Placement, frames: int, size: int, zoom_max: float, margin: float):
+    """The viewer's frames for one setting, framed on the props: each camera stands where ``arc`` puts it,
+    looks at the props' midpoint (:func:`props_aim`) and narrows its field of view by the largest zoom in
+    [1, ``zoom_max``] that keeps both props ``margin`` inside the image (:func:`framing_zoom`).
+
+    Why zoom rather than walking closer: the props' on-screen sizes grow by the zoom while their distance
+    ratio — the perspective size cue to depth order — stays what the arc gives (walking closer from the
+    1.25× orbit to 1.0× would push the pixel-ratio AUC from ~0.12 to ~0.09, beyond the audit's 0.10 floor).
+    Returns (cameras, zooms [frames])."""
+    aim = props_aim(placement)
+    cams, zooms = [], []
+    for base in arc.cameras(frames, size, size):
+        cam = base.looking_at(base.center, aim)
+        z = float(np.clip(framing_zoom(cam, placement, margin), 1.0, zoom_max))
+        cams.append(dataclasses.replace(cam, fx=cam.fx * z, fy=cam.fy * z))
+        zooms.append(z)
+    return cams, np.array(zooms)
+
+
+def too_small(row: dict, cfg: BuildConfig) -> list[str]:
+    """Drop reasons for a rendered frame whose props are shorter on screen than ``cfg.min_observer_height`` /
+    ``cfg.min_ball_height`` × the image height (their mask heights ``observer_height_px``/``ball_height_px``):
+    a person must be able to read the observer's facing and find the ball in every image."""
+    out = []
+    if row.get("observer_height_px", 0) < cfg.min_observer_height * cfg.size:
+        out.append("observer_too_small")
+    if row.get("ball_height_px", 0) < cfg.min_ball_height * cfg.size:
+        out.append("ball_too_small")
+    return out
 
 
 def bisector_azimuths(centre_xy, radius: float, a_xy, b_xy) -> list[float]:
@@ -79,8 +162,9 @@ def viewer_arc(scene, placement: Placement, rng: np.random.Generator, cfg: Build
     """
     ref = scene.trajectory
     # matched design: props stand anywhere around the object (up to opposite sides), so the viewer steps
-    # back by 25% to keep both in frame along the arc
-    scale = 1.0 if cfg.placement_design == "legacy" else 1.25
+    # back (``viewer_scale`` × the reference orbit) to keep both in frame along the arc; the framing
+    # (framed_cameras) then zooms in on the props
+    scale = 1.0 if cfg.placement_design == "legacy" else cfg.viewer_scale
     radius = float(scale * ref.radius * rng.uniform(1 - cfg.radius_jitter, 1 + cfg.radius_jitter))
     o, t = np.asarray(placement.observer.position[:2]), placement.target.center[:2]
     c = np.asarray(ref.target[:2])
@@ -108,6 +192,11 @@ def viewer_arc(scene, placement: Placement, rng: np.random.Generator, cfg: Build
     )
 
 
+def style_for(cfg: BuildConfig, rng: np.random.Generator) -> PropStyle:
+    """The prop style of one placement: ``cfg.style`` with independently drawn size factors."""
+    return sized_style(cfg.style, rng, cfg.ball_size_range, cfg.observer_size_range)
+
+
 def _save_png(path: Path, img: np.ndarray) -> None:
     from render.files import save_png
 
@@ -116,7 +205,7 @@ def _save_png(path: Path, img: np.ndarray) -> None:
 
 def _labelled_placement(cfg, scene, outcome, rng, rejected):
     for _ in range(cfg.max_placement_tries):
-        style = jittered_style(cfg.style, rng, cfg.size_jitter, cfg.observer_size_min)
+        style = style_for(cfg, rng)
         pl, _ = sample_placement(scene, outcome, rng, style, cfg.rules)
         vpt = vpt_label(scene, pl.observer, pl.target, cfg.rules)
         if vpt["vpt_label"] is not None:
@@ -145,28 +234,62 @@ def scene_placements(cfg: BuildConfig, scene, rng: np.random.Generator) -> tuple
     def label_fn(pl):
         return vpt_label(staged_scene(scene, pl), pl.observer, pl.target, cfg.rules)
 
-    return sample_matched_settings(scene, outcomes, rng, lambda r: jittered_style(cfg.style, r, cfg.size_jitter, cfg.observer_size_min),
+    return sample_matched_settings(scene, outcomes, rng, lambda r: style_for(cfg, r),
                                    label_fn, cfg.rules, max_tries=cfg.max_placement_tries)
+
+
+def _face_viewer_as_pair(cfg, scene, pl, vpt, info, arc, pos_cos, rng, rejected):
+    """Settings come in pairs (positive, then its negative). The positive's observer-faces-viewer cosine
+    towards its arc's middle viewer position is remembered; a facing-away negative is turned
+    (:func:`tasks.placement.turned_to_viewer`) to the same cosine towards its own arc's middle, then relabelled.
+    The placement-time match (``sample_matched_settings``) can only guess where the viewer will stand; this
+    uses the arc itself (issue 10: observer_faces_viewer AUC 0.63-0.69 without it). Returns (placement, vpt,
+    cosine to remember)."""
+    from ..placement import MatchedDesign, turned_to_viewer, viewer_facing_cos
+
+    mid = arc.eye(0.5)
+    if info.get("pair_role") == "positive":
+        return pl, vpt, viewer_facing_cos(pl, mid)
+    if info.get("pair_role") == "out_of_view" and pos_cos is not None:
+        turned = turned_to_viewer(pl, mid, pos_cos, rng, MatchedDesign())
+        if turned is None:
+            rejected["face_viewer_unmatched"] = rejected.get("face_viewer_unmatched", 0) + 1
+            return pl, vpt, None
+        v2 = vpt_label(staged_scene(scene, turned), turned.observer, turned.target, cfg.rules)
+        if v2["vpt_label"] == 0 and v2["vpt_reason"] == "out_of_view":
+            return turned, v2, None
+        rejected["face_viewer_relabel_failed"] = rejected.get("face_viewer_relabel_failed", 0) + 1
+    return pl, vpt, None
 
 
 def basic_scene_rows(cfg: BuildConfig, scene, split: str, tmp: Path, final: Path) -> tuple[list[dict], dict]:
     rng = scene_rng(cfg, scene.name)
     settings, rejected = scene_placements(cfg, scene, rng)
     rows = []
+    pos_cos = None
     for k, (pl, vpt, info) in enumerate(settings):
         outcome = vpt["vpt_reason"] if vpt["vpt_label"] == 0 else "visible"
         arc = viewer_arc(scene, pl, rng, cfg)
+        if cfg.placement_design != "legacy":
+            pl, vpt, pos_cos = _face_viewer_as_pair(cfg, scene, pl, vpt, info, arc, pos_cos, rng, rejected)
         part = cfg.part_of(scene.name, k)
         stage = staged_scene(scene, pl)
-        for f, cam in enumerate(arc.cameras(cfg.frames, cfg.size, cfg.size)):
+        if cfg.placement_design == "legacy":
+            cams, zooms = arc.cameras(cfg.frames, cfg.size, cfg.size), np.ones(cfg.frames)
+        else:
+            cams, zooms = framed_cameras(arc, pl, cfg.frames, cfg.size, cfg.zoom_max, cfg.frame_margin)
+        for f, cam in enumerate(cams):
             img, lab = label_frame(stage, pl, cam, vpt, cfg.rules, render_dropped=False)
+            small = too_small(lab, cfg) if lab["keep"] and cfg.placement_design != "legacy" else []
+            if small:
+                lab = {**lab, "keep": False, "drop_reason": ";".join(small)}
             rel = f"s{k:02d}/f{f:03d}.png"
             if lab["keep"]:
                 _save_png(tmp / rel, img)
             rows.append({"file_name": str((final / rel).relative_to(cfg.out)) if lab["keep"] else "",
                          "scene": scene.name, "category": scene.metadata.get("category", ""), "split": part,
                          "task_set": "basic", "setting": k, "frame": f, "requested": outcome,
-                         "placement_design": cfg.placement_design, **info,
+                         "placement_design": cfg.placement_design, "viewer_zoom": float(zooms[f]), **info,
                          **cam.as_row(), **pl.to_row(), **lab})
     return rows, {"rejected_placements": dict(rejected)}
 
@@ -244,7 +367,7 @@ def strategy_scene_rows(cfg: BuildConfig, scene, tmp: Path, final: Path) -> tupl
     per = max(1, cfg.max_placement_tries // len(schedule))
     for attempt in range(per * len(schedule)):
         elevation = schedule[attempt // per]
-        style = jittered_style(cfg.style, rng, cfg.size_jitter, cfg.observer_size_min)
+        style = style_for(cfg, rng)
         at, r_obj, u = _strategy_path(scene, rng, cfg, style, elevation)
         span = r_obj + 0.9
         grid = np.linspace(-span, span, 121)
@@ -275,6 +398,12 @@ def strategy_scene_rows(cfg: BuildConfig, scene, tmp: Path, final: Path) -> tupl
                                        closed=False, target=(ref.target[0], ref.target[1], ref.target[2] + elevation / 2))
         cam = eye_traj.cameras(1, cfg.size, cfg.size)[0]
         cam = Camera.from_fov(cfg.size, cfg.size, 65.0, cam.w2c)
+        zoom = 1.0
+        if not legacy:  # framed like the basic frames: aimed at the props' path, zoomed in as far as all steps fit
+            steps = [at(float(t)) for t in ts]
+            cam = cam.looking_at(cam.center, np.mean([props_aim(p) for p in steps], axis=0))
+            zoom = float(np.clip(min(framing_zoom(cam, p, cfg.frame_margin) for p in steps), 1.0, cfg.zoom_max))
+            cam = dataclasses.replace(cam, fx=cam.fx * zoom, fy=cam.fy * zoom)
         rows, images, ok = [], [], True
         for k, t in enumerate(ts):
             pl = at(float(t))
@@ -282,6 +411,10 @@ def strategy_scene_rows(cfg: BuildConfig, scene, tmp: Path, final: Path) -> tupl
             vpt = vpt_label(stage, pl.observer, pl.target, cfg.rules)
             want = 0 if n_before <= k < n_before + n_block else 1
             img, lab = label_frame(stage, pl, cam, vpt, cfg.rules)
+            if not legacy and lab["keep"] and too_small(lab, cfg):
+                tries["props_too_small"] += 1
+                ok = False
+                break
             if vpt["vpt_label"] != want or not lab["keep"]:
                 ok = False
                 tries["label_or_visibility"] += 1
@@ -292,6 +425,7 @@ def strategy_scene_rows(cfg: BuildConfig, scene, tmp: Path, final: Path) -> tupl
                          "category": scene.metadata.get("category", ""), "split": "strategy", "task_set": "strategy",
                          "setting": k, "frame": 0, "requested": "visible" if want else "occluded", "strategy_t": float(t),
                          "prop_elevation": float(elevation), "placement_design": cfg.placement_design,
+                         "viewer_zoom": zoom,
                          **cam.as_row(), **pl.to_row(), **lab})
         if ok:
             for rel, img in images:

@@ -28,10 +28,16 @@ class BuildConfig:
     frames, size: frames per viewer trajectory, image size (pixels).
     arc_deg, radius_jitter, height_jitter: the viewer arc around the object (degrees swept; relative
         radius and absolute height (m) offsets from the reference trajectory).
-    size_jitter: prop sizes are scaled by independent factors (shortcut control): the ball's U(1 − j, 1 + j),
-        the observer's U(max(1 − j, observer_size_min), 1 + j).
-    observer_size_min: floor of the observer's size factor: below ~0.8 its facing direction cannot be read
-        at 256 px from the stepped-back viewer (look check of issue 10).
+    ball_size_range, observer_size_range: prop sizes are scaled by independent log-uniform factors in these
+        ranges (shortcut control: apparent size stays a perspective cue to depth, not a decisive one); the
+        observer's floor keeps its facing readable.
+    viewer_scale: the viewer's orbit radius in units of the scene's reference orbit (matched design).
+    zoom_max, frame_margin: per-frame framing (``build.framed_cameras``): each camera looks at the props'
+        midpoint and zooms in (focal-length factor in [1, zoom_max]) as far as keeps both props
+        ``frame_margin`` (fraction of the image) inside the image.
+    min_observer_height, min_ball_height: a frame whose observer / ball is shorter on screen than this
+        fraction of the image height is dropped (``observer_too_small`` / ``ball_too_small``; at 256 px:
+        16 and 8 pixels): a person must be able to answer every image.
     placement_design: "matched" (VPT classes share their layout distributions, props on supports, observers
         looking sideways or away) or "legacy" (the design before issue 10, whose 2D layout gives the
         labels away; kept so that the shortcut audit can be shown to catch it). See tasks/placement.py.
@@ -56,8 +62,13 @@ class BuildConfig:
     arc_deg: float = 90.0
     radius_jitter: float = 0.12
     height_jitter: float = 0.6
-    size_jitter: float = 0.5
-    observer_size_min: float = 0.8
+    ball_size_range: tuple[float, float] = (0.6, 2.0)
+    observer_size_range: tuple[float, float] = (0.8, 1.6)
+    viewer_scale: float = 1.25
+    zoom_max: float = 3.0
+    frame_margin: float = 0.08
+    min_observer_height: float = 0.0625
+    min_ball_height: float = 0.03125
     placement_design: str = "matched"
     val_holdout: str = "scene"
     val_settings: int = 2
@@ -164,6 +175,9 @@ def config_from_dict(d: dict) -> BuildConfig:
         audit = AuditConfig(**(d.pop("audit", None) or {}))
     except (TypeError, ValueError) as e:
         raise ConfigError(f"audit: {e} (see configs/audit/default.yaml)") from None
+    for k in ("ball_size_range", "observer_size_range"):
+        if k in d:
+            d[k] = _tuple(d[k])
     splits = d.pop("scene_splits", None) or {}
     known = {f.name for f in dataclasses.fields(BuildConfig)}
     unknown = sorted(set(d) - known)
@@ -219,10 +233,20 @@ def validate(cfg: BuildConfig) -> None:
         raise ConfigError(f"out_of_view_fraction={cfg.out_of_view_fraction}: must be in [0, 1]")
     if cfg.frames < 2 or cfg.size < 16:
         raise ConfigError(f"frames={cfg.frames}, size={cfg.size}: need frames >= 2 and size >= 16")
-    if not 0 <= cfg.size_jitter < 1:
-        raise ConfigError(f"size_jitter={cfg.size_jitter}: must be in [0, 1)")
-    if not 0 < cfg.observer_size_min < 1 + cfg.size_jitter:
-        raise ConfigError(f"observer_size_min={cfg.observer_size_min}: must be in (0, 1 + size_jitter)")
+    for k in ("ball_size_range", "observer_size_range"):
+        v = getattr(cfg, k)
+        if not (isinstance(v, tuple) and len(v) == 2 and all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                                              for x in v) and 0 < v[0] <= v[1] <= 5):
+            raise ConfigError(f"{k}={v!r}: must be [low, high] size factors with 0 < low <= high <= 5, e.g. [0.5, 2.0]")
+    if not 0.3 <= cfg.viewer_scale <= 5:
+        raise ConfigError(f"viewer_scale={cfg.viewer_scale}: must be in [0.3, 5] (reference orbits)")
+    if not 1 <= cfg.zoom_max <= 10 or not 0 <= cfg.frame_margin < 0.4:
+        raise ConfigError(f"zoom_max={cfg.zoom_max}, frame_margin={cfg.frame_margin}: need 1 <= zoom_max <= 10 "
+                          "and 0 <= frame_margin < 0.4")
+    for k in ("min_observer_height", "min_ball_height"):
+        v = getattr(cfg, k)
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 <= v <= 0.5:
+            raise ConfigError(f"{k}={v!r}: must be a fraction of the image height in [0, 0.5] (0.0625 = 16 px at 256)")
     if cfg.human_n < 0:
         raise ConfigError(f"human_n={cfg.human_n}: must be >= 0 (0 = no human-test subset)")
     capacity = len(by_split["test"]) * cfg.settings * cfg.frames
