@@ -107,7 +107,7 @@ def main() -> None:
     ap.add_argument("--torch-max-pixels", type=int, default=512 * 512)
     ap.add_argument("--baseline-rev", default="39fe13b")
     args = ap.parse_args()
-    sys.path.insert(0, _here)  # trained_scenes (the shadowing render.py is loaded explicitly below)
+    sys.path.append(_here)  # for trained_scenes; appended, so the package `render` wins over render.py
     import numba
     import torch
 

@@ -15,9 +15,10 @@ Pipeline (three passes over the Gaussians, none serial)
    ``_bin_scatter`` (parallel over chunks) writes the indices. Each tile's list is therefore in
    (z, input index) order with no per-tile sort — exactly what the plain twin :func:`bin_reference`
    (a global stable sort, then appending to tiles one Gaussian at a time) gives; tested equal.
-   A tile is listed only where the Gaussian's α ≥ 1/255 ellipse (with a margin) meets the tile's pixel
-   centres, not wherever its bounding box does: anisotropic Gaussians' boxes cover many tiles their
-   ellipse misses. Nothing is dropped that could show (α < 1/255 there is skipped by the rule anyway).
+   The renderer does this per depth slab (front 1/16 of the Gaussians, then 1/16, 1/8, 1/4, 1/2), binning
+   a slab only into tiles that are not yet opaque, so Gaussians behind opaque tiles cost no binning.
+   (Listing a tile only where the α ≥ 1/255 ellipse meets it was tried: it dropped 17% of the overlaps
+   of a trained-like scene but cost more than it saved.)
 3. ``_composite`` (parallel over tiles): front to back over the tile's Gaussians, each touching only the
    pixel centres of its row-by-row α ≥ 1/255 span inside its bounding box, with early termination per
    pixel and per tile.
@@ -30,10 +31,17 @@ process compiles.
 from __future__ import annotations
 
 import math
+import os
 import time
 import types
 
-import numba as nb
+# numba's OpenMP threads otherwise spin between parallel regions (a frame has ~15: projection, gather, and
+# per depth slab a count, a scatter and a composite), burning the CPU other processes and our own
+# partner thread need; on a shared 2-core machine that doubled the CPU per frame. Read by libgomp when
+# numba first starts its threads; a user's own setting wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import numba as nb  # noqa: E402
 import numpy as np
 
 from scenes.sh import C0, C1, C2, C3
@@ -209,52 +217,21 @@ def _row_span(u, dy, ca, cb, cut, detq, jlo, jhi):
     return j0, j1
 
 
-def _band_span(u, dy_a, dy_b, ca, cb, cc, cut, detq, jlo, jhi):
-    """Like :func:`_row_span` for every row with dy in [dy_a, dy_b] together (the ellipse's widest extent
-    over a band of rows: the extreme dx of a conic section lies at a fixed dy, clamped into the band)."""
-    ymax2 = 2.0 * ca * cut / detq  # dy² where the ellipse ends
-    ymax = math.sqrt(ymax2)
-    a = max(dy_a, -ymax)
-    b = min(dy_b, ymax)
-    if a > b:
-        return 1, 0
-    # dx is largest at dy_hi = −B·√(2·cut / (C·det)) (the ellipse's rightmost point), smallest at −dy_hi
-    dy_hi = -cb * math.sqrt(2.0 * cut / (cc * detq))
-    y1 = min(max(dy_hi, a), b)
-    y0 = min(max(-dy_hi, a), b)
-    d1 = max(2.0 * ca * cut - detq * y1 * y1, 0.0)
-    d0 = max(2.0 * ca * cut - detq * y0 * y0, 0.0)
-    hi = (-cb * y1 + math.sqrt(d1)) / ca
-    lo = (-cb * y0 - math.sqrt(d0)) / ca
-    j0 = max(int(math.ceil(u - hi - 0.5 - SPAN_SLACK)), jlo)
-    j1 = min(int(math.floor(u - lo - 0.5 + SPAN_SLACK)), jhi)
-    return j0, j1
-
-
 def _tile_rows(rec, radii, g, height):
     """(first, last) tile row of Gaussian g's box and its pixel rows (i0, i1); empty when first > last."""
     i0, i1 = _pixel_range(rec[g, 1], np.float64(radii[g, 1]), height)
     return i0 // TILE, i1 // TILE if i1 >= i0 else -1, i0, i1
 
 
-def _tile_cols(rec, radii, g, ty, i0, i1, width, cull):
-    """(first, last) tile column met by Gaussian g on tile row ty (box ∩ α ≥ 1/255 ellipse with ``cull``)."""
+def _tile_cols(rec, radii, g, width):
+    """(first, last) tile column of Gaussian g's box; empty when first > last."""
     jlo, jhi = _pixel_range(rec[g, 0], np.float64(radii[g, 0]), width)
     if jhi < jlo:
         return 1, 0
-    if cull:
-        r_a = max(ty * TILE, i0)
-        r_b = min(ty * TILE + TILE - 1, i1)
-        v = rec[g, 1]
-        # dy = v − (row + 0.5): the band of rows r_a..r_b
-        jlo, jhi = _band_span(rec[g, 0], v - (r_b + 0.5), v - (r_a + 0.5), rec[g, 2], rec[g, 3], rec[g, 4],
-                              rec[g, 10], rec[g, 11], jlo, jhi)
-        if jhi < jlo:
-            return 1, 0
     return jlo // TILE, jhi // TILE
 
 
-def _bin_count(rec, radii, lo, hi, width, height, n_chunks, cull, active, hist):
+def _bin_count(rec, radii, lo, hi, width, height, n_chunks, active, hist):
     """hist[c, t] = number of Gaussians of chunk c (a contiguous part of lo..hi) listed in tile t (active
     tiles only)."""
     tiles_x = (width + TILE - 1) // TILE
@@ -263,14 +240,14 @@ def _bin_count(rec, radii, lo, hi, width, height, n_chunks, cull, active, hist):
         for g in range(lo + c * n // n_chunks, lo + (c + 1) * n // n_chunks):
             ty0, ty1, i0, i1 = _tile_rows(rec, radii, g, height)
             for ty in range(ty0, ty1 + 1):
-                tx0, tx1 = _tile_cols(rec, radii, g, ty, i0, i1, width, cull)
+                tx0, tx1 = _tile_cols(rec, radii, g, width)
                 for tx in range(tx0, tx1 + 1):
                     t = ty * tiles_x + tx
                     if active[t]:
                         hist[c, t] += 1
 
 
-def _bin_scatter(rec, radii, lo, hi, width, height, n_chunks, cull, active, offsets, ids):
+def _bin_scatter(rec, radii, lo, hi, width, height, n_chunks, active, offsets, ids):
     """Write each chunk's Gaussian indices into its slots (``offsets[c, t]``, advanced as it goes)."""
     tiles_x = (width + TILE - 1) // TILE
     n = hi - lo
@@ -278,7 +255,7 @@ def _bin_scatter(rec, radii, lo, hi, width, height, n_chunks, cull, active, offs
         for g in range(lo + c * n // n_chunks, lo + (c + 1) * n // n_chunks):
             ty0, ty1, i0, i1 = _tile_rows(rec, radii, g, height)
             for ty in range(ty0, ty1 + 1):
-                tx0, tx1 = _tile_cols(rec, radii, g, ty, i0, i1, width, cull)
+                tx0, tx1 = _tile_cols(rec, radii, g, width)
                 for tx in range(tx0, tx1 + 1):
                     t = ty * tiles_x + tx
                     if active[t]:
@@ -401,7 +378,6 @@ def _finish(T_img, acc_img, background, rgb, alpha, exp_depth):
 # Helpers are inlined into both compilations; each stage is compiled parallel and serial (nogil).
 _pixel_range = nb.njit(inline="always", cache=True)(_pixel_range)
 _row_span = nb.njit(inline="always", cache=True)(_row_span)
-_band_span = nb.njit(inline="always", cache=True)(_band_span)
 _tile_rows = nb.njit(inline="always", cache=True)(_tile_rows)
 _tile_cols = nb.njit(inline="always", cache=True)(_tile_cols)
 _STAGES = {f.__name__: f for f in (_project, _gather, _bin_count, _bin_scatter, _composite, _finish)}
@@ -436,8 +412,7 @@ def sort_and_pack(rec, radii, parallel: bool = True):
     return order, packed, pradii
 
 
-def bin_range(packed, pradii, lo: int, hi: int, width: int, height: int, active, cull: bool = True,
-              parallel: bool = True, n_chunks: int = BIN_CHUNKS):
+def bin_range(packed, pradii, lo: int, hi: int, width: int, height: int, active, parallel: bool = True, n_chunks: int = BIN_CHUNKS):
     """Bin ``packed[lo:hi]`` into the ``active`` tiles → (tile_start [T+1] int64, ids [I] int32): tile t's
     Gaussians are ``ids[tile_start[t]:tile_start[t+1]]``, ascending indices into ``packed``.
 
@@ -448,7 +423,7 @@ def bin_range(packed, pradii, lo: int, hi: int, width: int, height: int, active,
     n_tiles = active.shape[0]
     n_chunks = max(1, min(n_chunks, hi - lo))
     hist = np.zeros((n_chunks, n_tiles), np.int64)
-    k["_bin_count"](packed, pradii, lo, hi, width, height, n_chunks, cull, active, hist)
+    k["_bin_count"](packed, pradii, lo, hi, width, height, n_chunks, active, hist)
     flat = hist.T.ravel()  # slot of chunk c in tile t: all earlier tiles, then tile t's earlier chunks
     offsets = np.empty(flat.size + 1, np.int64)
     offsets[0] = 0
@@ -456,27 +431,28 @@ def bin_range(packed, pradii, lo: int, hi: int, width: int, height: int, active,
     tile_start = offsets[::n_chunks].copy()  # copies: the scatter advances chunk_offsets in place
     chunk_offsets = offsets[:-1].reshape(n_tiles, n_chunks).T.copy()
     ids = np.empty(int(offsets[-1]), np.int32)
-    k["_bin_scatter"](packed, pradii, lo, hi, width, height, n_chunks, cull, active, chunk_offsets, ids)
+    k["_bin_scatter"](packed, pradii, lo, hi, width, height, n_chunks, active, chunk_offsets, ids)
     return tile_start, ids
 
 
-def bin_tiles(rec, radii, width: int, height: int, cull: bool = True, parallel: bool = True,
+def bin_tiles(rec, radii, width: int, height: int, parallel: bool = True,
               n_chunks: int = BIN_CHUNKS):
     """All kept Gaussians into all tiles at once → (order, tile_start, ids) with ``order[ids]`` input
     indices: each tile's list in (camera z, input index) order. (The renderer bins depth slab by depth
     slab instead, see :func:`slab_bounds`; this is the whole-list form the reference test compares.)"""
     order, packed, pradii = sort_and_pack(rec, radii, parallel)
     n_tiles = ((width + TILE - 1) // TILE) * ((height + TILE - 1) // TILE)
-    tile_start, ids = bin_range(packed, pradii, 0, len(order), width, height, np.ones(n_tiles, np.bool_), cull,
+    tile_start, ids = bin_range(packed, pradii, 0, len(order), width, height, np.ones(n_tiles, np.bool_),
                                 parallel, n_chunks)
     return order, tile_start, ids
 
 
-def slab_bounds(m: int, first: int = SLAB_FIRST, min_size: int = SLAB_MIN) -> list[int]:
+def slab_bounds(m: int, first: int | None = None, min_size: int | None = None) -> list[int]:
     """Ends of the depth slabs over ``m`` depth-ordered Gaussians: 1/16, 1/8, 1/4, 1/2, all of them (one
     slab below ``min_size``). Front slabs are composited first; the later ones are binned only into
     tiles that are not yet opaque, so the Gaussians behind an opaque surface cost no binning."""
-    if m < min_size:
+    first = SLAB_FIRST if first is None else first
+    if m < (SLAB_MIN if min_size is None else min_size):
         return [m]
     ends = [m // first]
     while ends[-1] < m:
@@ -484,7 +460,7 @@ def slab_bounds(m: int, first: int = SLAB_FIRST, min_size: int = SLAB_MIN) -> li
     return ends
 
 
-def bin_reference(rec, radii, width: int, height: int, cull: bool = True):
+def bin_reference(rec, radii, width: int, height: int):
     """Plain twin of :func:`bin_tiles`: one global stable depth sort (``numpy.argsort``), then every kept
     Gaussian appended, in that order, to each tile its span function lists (the per-Gaussian tile test
     itself is shared, :func:`tiles_of`). Same output format."""
@@ -494,7 +470,7 @@ def bin_reference(rec, radii, width: int, height: int, cull: bool = True):
     order = sorted(kept, key=lambda g: rec[g, 9])  # Python's sort is stable
     lists = [[] for _ in range(n_tiles)]
     for g in order:
-        for t in tiles_of(rec, radii, int(g), width, height, cull):
+        for t in tiles_of(rec, radii, int(g), width, height):
             lists[t].append(int(g))
     tile_start = np.zeros(n_tiles + 1, np.int64)
     tile_start[1:] = np.cumsum([len(x) for x in lists])
@@ -502,18 +478,18 @@ def bin_reference(rec, radii, width: int, height: int, cull: bool = True):
     return tile_start, ids
 
 
-def tiles_of(rec, radii, g: int, width: int, height: int, cull: bool = True) -> list[int]:
+def tiles_of(rec, radii, g: int, width: int, height: int) -> list[int]:
     """Tiles listing Gaussian ``g`` (row-major tile indices), as the binning kernels enumerate them."""
-    return list(_tiles_of(rec, radii, g, width, height, cull))
+    return list(_tiles_of(rec, radii, g, width, height))
 
 
 @nb.njit(cache=True)
-def _tiles_of(rec, radii, g, width, height, cull):
+def _tiles_of(rec, radii, g, width, height):
     tiles_x = (width + TILE - 1) // TILE
     out = []
     ty0, ty1, i0, i1 = _tile_rows(rec, radii, g, height)
     for ty in range(ty0, ty1 + 1):
-        tx0, tx1 = _tile_cols(rec, radii, g, ty, i0, i1, width, cull)
+        tx0, tx1 = _tile_cols(rec, radii, g, width)
         for tx in range(tx0, tx1 + 1):
             out.append(ty * tiles_x + tx)
     return out
@@ -537,8 +513,8 @@ def render_cpu(scene, camera, background: np.ndarray, depth_limit: np.ndarray | 
     """Render ``scene`` (world frame) → (rgb [H,W,3], alpha [H,W], expected depth [H,W], median [H,W]).
 
     ``parallel``: spread this frame's Gaussians and tiles over numba's threads (True), or run serially
-    without the GIL (False; for one frame per thread). ``cull``: skip tiles and pixel spans outside each
-    Gaussian's α ≥ 1/255 ellipse; ``slabs``: bin and composite front-to-back depth slabs, so Gaussians
+    without the GIL (False; for one frame per thread). ``cull``: on each row of a Gaussian's box visit only
+    the pixel span inside its α ≥ 1/255 ellipse; ``slabs``: bin and composite front-to-back depth slabs, so Gaussians
     behind opaque tiles are never binned. Both give the same image bit for bit (False is the plain rule,
     kept for the tests). ``timings``: if a dict, seconds per stage are added under "project", "sort"
     (depth sort and packing), "bin" and "composite"."""
@@ -564,7 +540,7 @@ def render_cpu(scene, camera, background: np.ndarray, depth_limit: np.ndarray | 
         if not active.any():
             break
         t0 = time.perf_counter()
-        tile_start, ids = bin_range(packed, pradii, lo, hi, w, h, active, cull, parallel,
+        tile_start, ids = bin_range(packed, pradii, lo, hi, w, h, active, parallel,
                                     BIN_CHUNKS if parallel else 1)
         t1 = time.perf_counter()
         k["_composite"](packed, pradii, tile_start, ids, w, h, limit, use_limit, cull, active, T_img, acc, median,
