@@ -85,7 +85,7 @@ def test_slabs_stop_binning_behind_opaque_tiles(monkeypatch):
     with_slabs = sum(binned)
     binned.clear()
     whole = _cpu.render_cpu(scene, cam, bg, slabs=False)
-    assert (sliced[1] > 0.999).mean() > 0.95  # opaque
+    assert (sliced[1] > 0.99).mean() > 0.95  # opaque
     assert with_slabs < 0.5 * sum(binned)  # fewer than half the tile overlaps were binned
     assert all(np.array_equal(a, b) for a, b in zip(sliced, whole))
 
