@@ -106,6 +106,8 @@ def main() -> None:
     ap.add_argument("--frames", type=int, default=5)
     ap.add_argument("--torch-max-pixels", type=int, default=512 * 512)
     ap.add_argument("--baseline-rev", default="39fe13b")
+    ap.add_argument("--trajectory-frames", type=int, default=8,
+                    help="frames of the trajectory rendered one frame per thread vs tile-parallel (0: skip)")
     args = ap.parse_args()
     sys.path.append(_here)  # for trained_scenes; appended, so the package `render` wins over render.py
     import numba
@@ -114,7 +116,7 @@ def main() -> None:
     from render import splat
     from render._cpu import render_cpu
     from render.files import save_png
-    from render.splat import _background_map, to_uint8
+    from render.splat import _background_map, frame_parallel, to_uint8
     from trained_scenes import scene_statistics
 
     spec = importlib.util.spec_from_file_location("bench_render", os.path.join(_here, "render.py"))
@@ -170,6 +172,21 @@ def main() -> None:
                   f"peak {peak:6.0f} MiB  max|new-baseline| {diff:.1e}  load {row['load']:.1f}", flush=True)
             print("    new ms/frame: " + ", ".join(f"{k} {v:.1f}" for k, v in split.items())
                   + "   baseline ms/frame: " + ", ".join(f"{k} {v:.1f}" for k, v in bsplit.items()), flush=True)
+            if args.trajectory_frames and size <= 512:
+                from render import splat_frames
+
+                tcams = cams * -(-args.trajectory_frames // len(cams))
+                tcams = tcams[: args.trajectory_frames]
+                fps = {}
+                for mode in ("tiles", "frames"):
+                    t = time.perf_counter()
+                    for _ in splat_frames(g, tcams, background=bgc, backend="cpu", mode=mode):
+                        pass
+                    fps[mode] = len(tcams) / (time.perf_counter() - t)
+                print(f"    trajectory of {len(tcams)} frames: tile-parallel {fps['tiles']:.2f} fps, one frame per "
+                      f"thread {fps['frames']:.2f} fps (x{fps['frames'] / fps['tiles']:.2f}; auto picks "
+                      f"{'frames' if frame_parallel(len(tcams), size, size, numba.get_num_threads()) else 'tiles'})",
+                      flush=True)
             del g, outs
 
 
