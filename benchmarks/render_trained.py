@@ -2,7 +2,8 @@
 reference, in the same run.
 
     python benchmarks/render_trained.py [--sizes 256 512 1024] [--scenes trained:100000 trained:300000
-        trained:1000000 catalogue:300000] [--frames 5] [--torch-max-pixels 262144] [--baseline-rev 39fe13b]
+        trained:1000000 catalogue:300000] [--frames 5] [--torch-scenes trained:100000 catalogue:300000]
+        [--baseline-rev 39fe13b] [--trajectory-frames 8]
 
 Scenes: ``trained:N`` — :func:`benchmarks.trained_scenes.trained_like` (semi-transparent, anisotropic, SH
 degree 3, 3% floaters; its statistics are printed) viewed on an orbit; ``catalogue:N`` — car_02 built dense
@@ -10,8 +11,7 @@ and subsampled to N Gaussians on its reference trajectory (as ``benchmarks/rende
 
 Per scene and image size: frames/s of the new ``cpu`` kernel (through ``render.splat``), of the kernel at
 ``--baseline-rev`` (its ``render/_cpu.py`` loaded from git, same process, same scene and cameras) and of the
-``torch`` reference (1 frame; skipped above ``--torch-max-pixels`` pixels × 300k Gaussians of work, where
-one frame takes minutes); peak resident memory while the new kernel renders (``VmHWM`` after resetting it
+``torch`` reference (1 frame, for ``--torch-scenes`` at the first size: one frame takes minutes); peak resident memory while the new kernel renders (``VmHWM`` after resetting it
 with ``/proc/self/clear_refs``, so it includes the resident scene); and the split of the new kernel's time:
 projection, depth sort + packing, binning, compositing, PNG writing (8-bit conversion + encoding + atomic
 write to a temporary folder). Every render of the new kernel is checked equal to the baseline's to 1/255.
@@ -104,7 +104,9 @@ def main() -> None:
     ap.add_argument("--scenes", nargs="+",
                     default=["trained:100000", "trained:300000", "trained:1000000", "catalogue:300000"])
     ap.add_argument("--frames", type=int, default=5)
-    ap.add_argument("--torch-max-pixels", type=int, default=512 * 512)
+    ap.add_argument("--torch-scenes", nargs="*", default=["trained:100000", "catalogue:300000"],
+                    help="scenes whose first image size is also rendered by the torch reference (1 frame: "
+                         "minutes each on a loaded 2-core machine)")
     ap.add_argument("--baseline-rev", default="39fe13b")
     ap.add_argument("--trajectory-frames", type=int, default=8,
                     help="frames of the trajectory rendered one frame per thread vs tile-parallel (0: skip)")
@@ -160,7 +162,7 @@ def main() -> None:
                 fps_base = len(cams) / (time.perf_counter() - t)
                 assert diff <= 1 / 255, f"{sc_spec} at {size}px: new kernel differs from the baseline by {diff}"
             fps_torch = float("nan")
-            if size * size * len(g) <= args.torch_max_pixels * 300_000:
+            if sc_spec in args.torch_scenes and size == args.sizes[0]:
                 t = time.perf_counter()
                 splat(g, cams[0], background=bgc, backend="torch")
                 fps_torch = 1 / (time.perf_counter() - t)

@@ -115,20 +115,16 @@ def _project(means, quats, log_scales, opacity_logits, sh, w2c, fx, fy, cx, cy, 
         sy = math.exp(np.float64(log_scales[i, 1]))
         sz = math.exp(np.float64(log_scales[i, 2]))
         # M = R_v · R · S  (so Σ_c = M Mᵀ)
-        m = np.empty((3, 3))
-        for a in range(3):
-            va0 = w2c[a, 0] * r00 + w2c[a, 1] * r10 + w2c[a, 2] * r20
-            va1 = w2c[a, 0] * r01 + w2c[a, 1] * r11 + w2c[a, 2] * r21
-            va2 = w2c[a, 0] * r02 + w2c[a, 1] * r12 + w2c[a, 2] * r22
-            m[a, 0] = va0 * sx
-            m[a, 1] = va1 * sy
-            m[a, 2] = va2 * sz
-        c00 = m[0, 0] * m[0, 0] + m[0, 1] * m[0, 1] + m[0, 2] * m[0, 2]
-        c01 = m[0, 0] * m[1, 0] + m[0, 1] * m[1, 1] + m[0, 2] * m[1, 2]
-        c02 = m[0, 0] * m[2, 0] + m[0, 1] * m[2, 1] + m[0, 2] * m[2, 2]
-        c11 = m[1, 0] * m[1, 0] + m[1, 1] * m[1, 1] + m[1, 2] * m[1, 2]
-        c12 = m[1, 0] * m[2, 0] + m[1, 1] * m[2, 1] + m[1, 2] * m[2, 2]
-        c22 = m[2, 0] * m[2, 0] + m[2, 1] * m[2, 1] + m[2, 2] * m[2, 2]
+        # M = R_v · R · S row by row, in scalars (a small array here would be allocated per Gaussian)
+        m00, m01, m02 = _m_row(w2c, 0, r00, r01, r02, r10, r11, r12, r20, r21, r22, sx, sy, sz)
+        m10, m11, m12 = _m_row(w2c, 1, r00, r01, r02, r10, r11, r12, r20, r21, r22, sx, sy, sz)
+        m20, m21, m22 = _m_row(w2c, 2, r00, r01, r02, r10, r11, r12, r20, r21, r22, sx, sy, sz)
+        c00 = m00 * m00 + m01 * m01 + m02 * m02
+        c01 = m00 * m10 + m01 * m11 + m02 * m12
+        c02 = m00 * m20 + m01 * m21 + m02 * m22
+        c11 = m10 * m10 + m11 * m11 + m12 * m12
+        c12 = m10 * m20 + m11 * m21 + m12 * m22
+        c22 = m20 * m20 + m21 * m21 + m22 * m22
         # EWA with clamped x/z, y/z
         tx = z * min(lim_xp, max(-lim_xn, x / z))
         ty = z * min(lim_yp, max(-lim_yn, y / z))
@@ -191,6 +187,14 @@ def _project(means, quats, log_scales, opacity_logits, sh, w2c, fx, fy, cx, cy, 
         radii[i, 1] = ry
 
 
+
+
+def _m_row(w2c, a, r00, r01, r02, r10, r11, r12, r20, r21, r22, sx, sy, sz):
+    """Row ``a`` of M = R_v · R · S (world-to-camera rotation, Gaussian rotation, scales)."""
+    va0 = w2c[a, 0] * r00 + w2c[a, 1] * r10 + w2c[a, 2] * r20
+    va1 = w2c[a, 0] * r01 + w2c[a, 1] * r11 + w2c[a, 2] * r21
+    va2 = w2c[a, 0] * r02 + w2c[a, 1] * r12 + w2c[a, 2] * r22
+    return va0 * sx, va1 * sy, va2 * sz
 
 
 def _pixel_range(centre, radius, size):
@@ -376,6 +380,7 @@ def _finish(T_img, acc_img, background, rgb, alpha, exp_depth):
 
 
 # Helpers are inlined into both compilations; each stage is compiled parallel and serial (nogil).
+_m_row = nb.njit(inline="always", cache=True)(_m_row)
 _pixel_range = nb.njit(inline="always", cache=True)(_pixel_range)
 _row_span = nb.njit(inline="always", cache=True)(_row_span)
 _tile_rows = nb.njit(inline="always", cache=True)(_tile_rows)
