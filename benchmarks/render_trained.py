@@ -137,9 +137,10 @@ def main() -> None:
             bg = _background_map(bgc, cams[0])
             splat(g, cams[0], background=bgc, backend="cpu")  # warm-up (compiled or loaded from cache)
             peak_reset()
-            t = time.perf_counter()
+            t, cpu0 = time.perf_counter(), time.process_time()
             outs = [splat(g, c, background=bgc, backend="cpu") for c in cams]
             fps_new = len(cams) / (time.perf_counter() - t)
+            cpu_new = 1000 * (time.process_time() - cpu0) / len(cams)
             peak = peak_mib()
             split = {}
             png = 0.0
@@ -149,10 +150,10 @@ def main() -> None:
                 save_png(tmp / f"f{i:03d}.png", to_uint8(rgb))
                 png += time.perf_counter() - t
             split = {k: 1000 * v / len(cams) for k, v in split.items()} | {"png": 1000 * png / len(cams)}
-            fps_base, bsplit, diff = float("nan"), {}, float("nan")
+            fps_base, bsplit, diff, cpu_base = float("nan"), {}, float("nan"), float("nan")
             if base is not None:
                 baseline_render(base, g.in_world(), cams[0], bg)  # warm-up
-                t = time.perf_counter()
+                t, cpu0 = time.perf_counter(), time.process_time()
                 diff = 0.0
                 for c, o in zip(cams, outs):
                     rgb, parts = baseline_render(base, g.in_world(), c, bg)
@@ -160,6 +161,7 @@ def main() -> None:
                     for k, v in parts.items():
                         bsplit[k] = bsplit.get(k, 0.0) + 1000 * v / len(cams)
                 fps_base = len(cams) / (time.perf_counter() - t)
+                cpu_base = 1000 * (time.process_time() - cpu0) / len(cams)
                 assert diff <= 1 / 255, f"{sc_spec} at {size}px: new kernel differs from the baseline by {diff}"
             fps_torch = float("nan")
             if sc_spec in args.torch_scenes and size == args.sizes[0]:
@@ -172,6 +174,8 @@ def main() -> None:
             print(f"{sc_spec:<17}{size:>5}px  new {fps_new:6.2f} fps  baseline {fps_base:6.2f} fps  "
                   f"x{fps_new / fps_base:5.2f}  torch {fps_torch:7.3f} fps  x{fps_new / fps_torch:6.1f}  "
                   f"peak {peak:6.0f} MiB  max|new-baseline| {diff:.1e}  load {row['load']:.1f}", flush=True)
+            print(f"    CPU ms/frame (both threads; the work, less sensitive to load): new {cpu_new:.0f}, baseline "
+                  f"{cpu_base:.0f} (x{cpu_base / cpu_new:.2f})")
             print("    new ms/frame: " + ", ".join(f"{k} {v:.1f}" for k, v in split.items())
                   + "   baseline ms/frame: " + ", ".join(f"{k} {v:.1f}" for k, v in bsplit.items()), flush=True)
             if args.trajectory_frames and size <= 512:

@@ -145,21 +145,17 @@ def test_threedpc_shards_with_hydra_joblib_launcher(threedpc_whole, tmp_path):
     assert tree(out) == threedpc_whole
 
 
-def _submitit_shard(out: str, shard: str) -> str:
-    from tasks.threedpc.config import compose_config
-    from tasks.threedpc.shard import run
-
-    return run(compose_config([*TINY, f"out={out}"]), shard, progress=False)
-
-
 @pytest.mark.slow
 def test_threedpc_shards_with_submitit_local_executor(threedpc_whole, tmp_path):
     import submitit
 
+    from tasks.threedpc.shard import run  # a library function: the job processes cannot import this test file
+
     out = tmp_path / "submitit"
+    cfg = _cfg(out)
     ex = submitit.LocalExecutor(folder=str(tmp_path / "logs"))
     ex.update_parameters(timeout_min=30)
-    jobs = [ex.submit(_submitit_shard, str(out), f"{i}/3") for i in range(3)]
+    jobs = [ex.submit(run, cfg, f"{i}/3", False) for i in range(3)]
     assert all("built shard" in j.result() for j in jobs)
-    assert "merged 3 shard(s)" in _submitit_shard(str(out), "merge/3")
+    assert "merged 3 shard(s)" in run(cfg, "merge/3", progress=False)
     assert tree(out) == threedpc_whole
