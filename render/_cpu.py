@@ -1,25 +1,48 @@
-"""The fast CPU splat renderer: numba-compiled projection, 16×16 tile binning and parallel tiles.
+"""The fast CPU splat renderer: numba-compiled projection, parallel 16×16 tile binning and parallel tiles.
 
 Same rules as the readable reference in ``render/_torch_impl.py`` (which the tests compare against):
 projection, SH colour and the per-pixel Gaussian evaluation in float64 (edge-on flat Gaussians have
 near-singular 2D covariances, whose quadratic form cancels badly in float32); transmittance and colour
 accumulation in float32.
 
-Pipeline
+Pipeline (three passes over the Gaussians, none serial)
 1. ``_project`` (parallel over Gaussians): activation, EWA projection, dilation, conic, per-axis
    radii, view-dependent colour, culling. Writes a packed float64 record per Gaussian.
-2. ``_bin`` (serial): stable depth sort of the kept Gaussians, then a counting sort into tiles. Because
-   Gaussians are appended in depth order, every tile's list is already sorted front to back.
-3. ``_composite`` (parallel over tiles): front to back over the tile's Gaussians, each touching only
-   the pixels of its α ≥ 1/255 bounding box, with early termination per pixel and per tile.
+2. Binning (``bin_tiles``): one stable sort of the kept Gaussians by camera z (numpy) and a parallel
+   gather of their records in that order (``packed``: compositing then reads each tile's Gaussians at
+   ascending addresses); ``_bin_count`` (parallel over fixed chunks of ``packed``) counts each chunk's
+   tile overlaps; a prefix sum over (tile, chunk) gives every chunk its slot in every tile;
+   ``_bin_scatter`` (parallel over chunks) writes the indices. Each tile's list is therefore in
+   (z, input index) order with no per-tile sort — exactly what the plain twin :func:`bin_reference`
+   (a global stable sort, then appending to tiles one Gaussian at a time) gives; tested equal.
+   The renderer does this per depth slab (front 1/16 of the Gaussians, then 1/16, 1/8, 1/4, 1/2), binning
+   a slab only into tiles that are not yet opaque, so Gaussians behind opaque tiles cost no binning; when
+   a slab closes fewer than 10% of the open tiles (a translucent scene), the rest is done in one slab.
+   (Listing a tile only where the α ≥ 1/255 ellipse meets it was tried: it dropped 17% of the overlaps
+   of a trained-like scene but cost more than it saved.)
+3. ``_composite`` (parallel over tiles): front to back over the tile's Gaussians, each touching only the
+   pixel centres of its row-by-row α ≥ 1/255 span inside its bounding box, with early termination per
+   pixel and per tile.
 
-Compiled functions are cached on disk (``cache=True``), so only the first process compiles.
+Each stage is compiled twice: ``parallel=True`` (tiles and Gaussians over the cores, for one frame at a
+time) and serial with ``nogil=True`` (one frame per thread, for many small frames: :func:`render.splat_many`).
+Both give bit-identical images. Compiled functions are cached on disk (``cache=True``), so only the first
+process compiles.
 """
 from __future__ import annotations
 
 import math
+import os
+import time
+import types
 
-import numba as nb
+# numba's OpenMP threads otherwise spin between parallel regions (a frame has ~15: projection, gather, and
+# per depth slab a count, a scatter and a composite), burning the CPU other processes and our own
+# partner thread need; on a shared 2-core machine that doubled the CPU per frame. Read by libgomp when
+# numba first starts its threads; a user's own setting wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import numba as nb  # noqa: E402
 import numpy as np
 
 from scenes.sh import C0, C1, C2, C3
@@ -31,16 +54,28 @@ ALPHA_MIN = np.float32(rules.ALPHA_MIN)  # float32: compared with the float32 al
 ALPHA_MIN_64 = rules.ALPHA_MIN  # float64: the opacity cull in the float64 projection
 ALPHA_MIN_INV = 1.0 / rules.ALPHA_MIN  # exactly 255.0; a product keeps the kernel's rounding as before
 T_STOP = np.float32(rules.T_STOP)
+# Culling margins: a pixel is skipped without evaluation only when σ > ln(255·o) + CUT_MARGIN, i.e. its α
+# is below 1/255 by a factor e^-0.001 — about 10⁴ float32 rounding steps, so the float32 α test would
+# have skipped it too; pixel-centre bounds are widened by SPAN_SLACK px (1/4096) for the same reason.
+CUT_MARGIN = 1e-3
+SPAN_SLACK = 2.0 ** -12
+# Chunks of Gaussians for the parallel binning (the result does not depend on it; more chunks balance
+# threads better, each costs one tile histogram)
+BIN_CHUNKS = 16
+# Depth slabs (see slab_bounds): the first holds 1/SLAB_FIRST of the kept Gaussians; fewer than SLAB_MIN
+# kept Gaussians are binned in one go
+SLAB_FIRST = 16
+SLAB_MIN = 32768
+SLAB_KEEP_GOING = 0.1
 
-# Packed record layout (float64): x, y, A, B, C, opacity, r, g, b, depth
-REC = 10
+# Packed record layout (float64): x, y, A, B, C, opacity, r, g, b, depth, σ cut, det(conic)
+REC = 12
 
 # scalars, so numba freezes them into the kernel as constants
 C20, C21, C22, C23, C24 = C2
 C30, C31, C32, C33, C34, C35, C36 = C3
 
 
-@nb.njit(parallel=True, cache=True)
 def _project(means, quats, log_scales, opacity_logits, sh, w2c, fx, fy, cx, cy, width, height, near, far,
              rec, radii):
     """Fill ``rec`` [N, REC] and ``radii`` [N, 2] (int32; 0 marks a culled Gaussian)."""
@@ -82,20 +117,16 @@ def _project(means, quats, log_scales, opacity_logits, sh, w2c, fx, fy, cx, cy, 
         sy = math.exp(np.float64(log_scales[i, 1]))
         sz = math.exp(np.float64(log_scales[i, 2]))
         # M = R_v · R · S  (so Σ_c = M Mᵀ)
-        m = np.empty((3, 3))
-        for a in range(3):
-            va0 = w2c[a, 0] * r00 + w2c[a, 1] * r10 + w2c[a, 2] * r20
-            va1 = w2c[a, 0] * r01 + w2c[a, 1] * r11 + w2c[a, 2] * r21
-            va2 = w2c[a, 0] * r02 + w2c[a, 1] * r12 + w2c[a, 2] * r22
-            m[a, 0] = va0 * sx
-            m[a, 1] = va1 * sy
-            m[a, 2] = va2 * sz
-        c00 = m[0, 0] * m[0, 0] + m[0, 1] * m[0, 1] + m[0, 2] * m[0, 2]
-        c01 = m[0, 0] * m[1, 0] + m[0, 1] * m[1, 1] + m[0, 2] * m[1, 2]
-        c02 = m[0, 0] * m[2, 0] + m[0, 1] * m[2, 1] + m[0, 2] * m[2, 2]
-        c11 = m[1, 0] * m[1, 0] + m[1, 1] * m[1, 1] + m[1, 2] * m[1, 2]
-        c12 = m[1, 0] * m[2, 0] + m[1, 1] * m[2, 1] + m[1, 2] * m[2, 2]
-        c22 = m[2, 0] * m[2, 0] + m[2, 1] * m[2, 1] + m[2, 2] * m[2, 2]
+        # M = R_v · R · S row by row, in scalars (a small array here would be allocated per Gaussian)
+        m00, m01, m02 = _m_row(w2c, 0, r00, r01, r02, r10, r11, r12, r20, r21, r22, sx, sy, sz)
+        m10, m11, m12 = _m_row(w2c, 1, r00, r01, r02, r10, r11, r12, r20, r21, r22, sx, sy, sz)
+        m20, m21, m22 = _m_row(w2c, 2, r00, r01, r02, r10, r11, r12, r20, r21, r22, sx, sy, sz)
+        c00 = m00 * m00 + m01 * m01 + m02 * m02
+        c01 = m00 * m10 + m01 * m11 + m02 * m12
+        c02 = m00 * m20 + m01 * m21 + m02 * m22
+        c11 = m10 * m10 + m11 * m11 + m12 * m12
+        c12 = m10 * m20 + m11 * m21 + m12 * m22
+        c22 = m20 * m20 + m21 * m21 + m22 * m22
         # EWA with clamped x/z, y/z
         tx = z * min(lim_xp, max(-lim_xn, x / z))
         ty = z * min(lim_yp, max(-lim_yn, y / z))
@@ -151,103 +182,159 @@ def _project(means, quats, log_scales, opacity_logits, sh, w2c, fx, fy, cx, cy, 
         rec[i, 4] = a_ / det
         rec[i, 5] = opac
         rec[i, 9] = z
+        # σ above this makes α < 1/255 (with a margin far above rounding): bounds the exact α ≥ 1/255 ellipse
+        rec[i, 10] = math.log(max(opac * ALPHA_MIN_INV, 1.0)) + CUT_MARGIN
+        rec[i, 11] = 1.0 / det  # det of the conic (A·C − B²)
         radii[i, 0] = rx
         radii[i, 1] = ry
 
 
-@nb.njit(cache=True)
-def _bin(rec, radii, width, height):
-    """Depth-sort kept Gaussians and bin them into tiles.
 
-    Returns (packed [M, REC] in depth order, their radii [M, 2], tile_start [T+1], tile_ids [I]) where tile ``t``'s list is
-    ``tile_ids[tile_start[t]:tile_start[t+1]]`` (indices into ``packed``, ascending = front to back).
-    """
-    n = rec.shape[0]
+
+def _m_row(w2c, a, r00, r01, r02, r10, r11, r12, r20, r21, r22, sx, sy, sz):
+    """Row ``a`` of M = R_v · R · S (world-to-camera rotation, Gaussian rotation, scales)."""
+    va0 = w2c[a, 0] * r00 + w2c[a, 1] * r10 + w2c[a, 2] * r20
+    va1 = w2c[a, 0] * r01 + w2c[a, 1] * r11 + w2c[a, 2] * r21
+    va2 = w2c[a, 0] * r02 + w2c[a, 1] * r12 + w2c[a, 2] * r22
+    return va0 * sx, va1 * sy, va2 * sz
+
+
+def _pixel_range(centre, radius, size):
+    """Pixel indices j whose centre j + 0.5 lies in [centre − radius, centre + radius], clipped to the image."""
+    j0 = max(int(math.ceil(centre - radius - 0.5)), 0)
+    j1 = min(int(math.floor(centre + radius - 0.5)), size - 1)
+    return j0, j1
+
+
+def _row_span(u, dy, ca, cb, cut, detq, jlo, jhi):
+    """Pixel columns j in [jlo, jhi] whose centre may satisfy σ ≤ cut on the row at offset dy = v − row centre.
+
+    σ(dx) = ½(A dx² + C dy²) + B dx dy ≤ cut  ⇔  dx ∈ [(−B dy − √D)/A, (−B dy + √D)/A] with
+    D = 2·A·cut − det·dy² (det = AC − B² of the conic); the pixel centre is u − dx. Returns (j0, j1), empty
+    when j0 > j1."""
+    disc = 2.0 * ca * cut - detq * dy * dy
+    if disc < 0.0:
+        return 1, 0
+    sq = math.sqrt(disc)
+    lo = (-cb * dy - sq) / ca  # dx bounds
+    hi = (-cb * dy + sq) / ca
+    j0 = max(int(math.ceil(u - hi - 0.5 - SPAN_SLACK)), jlo)
+    j1 = min(int(math.floor(u - lo - 0.5 + SPAN_SLACK)), jhi)
+    return j0, j1
+
+
+def _tile_rows(rec, radii, g, height):
+    """(first, last) tile row of Gaussian g's box and its pixel rows (i0, i1); empty when first > last."""
+    i0, i1 = _pixel_range(rec[g, 1], np.float64(radii[g, 1]), height)
+    return i0 // TILE, i1 // TILE if i1 >= i0 else -1, i0, i1
+
+
+def _tile_cols(rec, radii, g, width):
+    """(first, last) tile column of Gaussian g's box; empty when first > last."""
+    jlo, jhi = _pixel_range(rec[g, 0], np.float64(radii[g, 0]), width)
+    if jhi < jlo:
+        return 1, 0
+    return jlo // TILE, jhi // TILE
+
+
+def _bin_count(rec, radii, lo, hi, width, height, n_chunks, active, hist):
+    """hist[c, t] = number of Gaussians of chunk c (a contiguous part of lo..hi) listed in tile t (active
+    tiles only)."""
     tiles_x = (width + TILE - 1) // TILE
-    tiles_y = (height + TILE - 1) // TILE
-    kept = np.empty(n, np.int64)
-    m = 0
-    for i in range(n):
-        if radii[i, 0] > 0 or radii[i, 1] > 0:
-            kept[m] = i
-            m += 1
-    kept = kept[:m]
-    depth = np.empty(m, np.float64)
-    for j in range(m):
-        depth[j] = rec[kept[j], 9]
-    order = np.argsort(depth, kind="mergesort")  # stable: ties keep input order
-    packed = np.empty((m, REC), np.float64)
-    pradii = np.empty((m, 2), np.int32)
-    bx0 = np.empty(m, np.int64); bx1 = np.empty(m, np.int64)
-    by0 = np.empty(m, np.int64); by1 = np.empty(m, np.int64)
-    counts = np.zeros(tiles_x * tiles_y + 1, np.int64)
-    for j in range(m):
-        i = kept[order[j]]
-        packed[j, :] = rec[i, :]
-        pradii[j, 0] = radii[i, 0]
-        pradii[j, 1] = radii[i, 1]
-        u, v = np.float64(rec[i, 0]), np.float64(rec[i, 1])
-        x0 = max(int(math.floor((u - radii[i, 0]) / TILE)), 0)
-        x1 = min(int(math.floor((u + radii[i, 0]) / TILE)), tiles_x - 1)
-        y0 = max(int(math.floor((v - radii[i, 1]) / TILE)), 0)
-        y1 = min(int(math.floor((v + radii[i, 1]) / TILE)), tiles_y - 1)
-        bx0[j] = x0; bx1[j] = x1; by0[j] = y0; by1[j] = y1
-        for ty in range(y0, y1 + 1):
-            for tx in range(x0, x1 + 1):
-                counts[ty * tiles_x + tx + 1] += 1
-    for t in range(tiles_x * tiles_y):
-        counts[t + 1] += counts[t]
-    fill = counts[:-1].copy()
-    ids = np.empty(counts[-1], np.int32)
-    for j in range(m):
-        for ty in range(by0[j], by1[j] + 1):
-            for tx in range(bx0[j], bx1[j] + 1):
-                t = ty * tiles_x + tx
-                ids[fill[t]] = j
-                fill[t] += 1
-    return packed, pradii, counts, ids
+    n = hi - lo
+    for c in nb.prange(n_chunks):
+        for g in range(lo + c * n // n_chunks, lo + (c + 1) * n // n_chunks):
+            ty0, ty1, i0, i1 = _tile_rows(rec, radii, g, height)
+            for ty in range(ty0, ty1 + 1):
+                tx0, tx1 = _tile_cols(rec, radii, g, width)
+                for tx in range(tx0, tx1 + 1):
+                    t = ty * tiles_x + tx
+                    if active[t]:
+                        hist[c, t] += 1
 
 
-@nb.njit(parallel=True, cache=True)
-def _composite(packed, pradii, tile_start, ids, width, height, background, depth_limit, use_limit,
-               rgb, alpha, exp_depth, median):
-    """Composite each tile front to back.
+def _bin_scatter(rec, radii, lo, hi, width, height, n_chunks, active, offsets, ids):
+    """Write each chunk's Gaussian indices into its slots (``offsets[c, t]``, advanced as it goes)."""
+    tiles_x = (width + TILE - 1) // TILE
+    n = hi - lo
+    for c in nb.prange(n_chunks):
+        for g in range(lo + c * n // n_chunks, lo + (c + 1) * n // n_chunks):
+            ty0, ty1, i0, i1 = _tile_rows(rec, radii, g, height)
+            for ty in range(ty0, ty1 + 1):
+                tx0, tx1 = _tile_cols(rec, radii, g, width)
+                for tx in range(tx0, tx1 + 1):
+                    t = ty * tiles_x + tx
+                    if active[t]:
+                        ids[offsets[c, t]] = g
+                        offsets[c, t] += 1
+
+
+def _gather(rec, radii, order, packed, pradii):
+    """packed[k] = rec[order[k]] (and radii): the kept Gaussians in depth order, contiguous for compositing."""
+    for k in nb.prange(order.shape[0]):
+        g = order[k]
+        for f in range(REC):
+            packed[k, f] = rec[g, f]
+        pradii[k, 0] = radii[g, 0]
+        pradii[k, 1] = radii[g, 1]
+
+
+def _composite(rec, radii, tile_start, ids, width, height, depth_limit, use_limit, cull, active,
+               T_img, acc_img, med_img, done_img):
+    """Composite one depth slab of each active tile front to back into the running per-pixel state
+    (transmittance ``T_img`` [H, W], ``acc_img`` [H, W, 4] = r, g, b, depth sums, ``med_img``, ``done_img``);
+    a tile whose pixels have all terminated is marked inactive.
 
     Within a tile the loop runs over Gaussians (depth order) and, for each, over only the pixels inside
-    its bounding box — the exact box of its α ≥ 1/255 ellipse, so pixels outside it would be skipped by
-    the α test anyway. Each pixel therefore sees the same Gaussians in the same order as in the
-    per-pixel rule; a pixel stops at its own early termination and the tile stops when all pixels have.
+    its bounding box — the exact box of its α ≥ 1/255 ellipse — and, with ``cull``, on each row only the
+    span where σ ≤ ln(255·o) + margin; pixels outside would be skipped by the α test anyway. Each pixel
+    therefore sees the same Gaussians in the same order as in the per-pixel rule (bit-identical with and
+    without ``cull`` and for any split into slabs, tested); a pixel stops at its own early termination and
+    the tile when all have.
     """
     tiles_x = (width + TILE - 1) // TILE
     tiles_y = (height + TILE - 1) // TILE
     for t in nb.prange(tiles_x * tiles_y):
+        if not active[t] or tile_start[t] == tile_start[t + 1]:
+            continue
         ty = t // tiles_x
         tx = t - ty * tiles_x
         r0, c0 = ty * TILE, tx * TILE
         nr, nc = min(TILE, height - r0), min(TILE, width - c0)
         T = np.ones((TILE, TILE), np.float32)
-        acc = np.zeros((TILE, TILE, 4), np.float32)  # r, g, b, depth
+        acc = np.zeros((TILE, TILE, 4), np.float32)
         med = np.full((TILE, TILE), np.inf, np.float32)
-        done = np.zeros((TILE, TILE), np.bool_)
+        done = np.ones((TILE, TILE), np.bool_)
         limit = np.full((TILE, TILE), np.inf, np.float32)
-        if use_limit:
-            for i in range(nr):
-                for j in range(nc):
-                    limit[i, j] = depth_limit[r0 + i, c0 + j]
         n_done = 0
+        for i in range(nr):
+            for j in range(nc):
+                T[i, j] = T_img[r0 + i, c0 + j]
+                for ch in range(4):
+                    acc[i, j, ch] = acc_img[r0 + i, c0 + j, ch]
+                med[i, j] = med_img[r0 + i, c0 + j]
+                done[i, j] = done_img[r0 + i, c0 + j]
+                n_done += done[i, j]
+                if use_limit:
+                    limit[i, j] = depth_limit[r0 + i, c0 + j]
         n_pix = nr * nc
         for k in range(tile_start[t], tile_start[t + 1]):
             g = ids[k]
-            u, v = packed[g, 0], packed[g, 1]
+            u, v = rec[g, 0], rec[g, 1]
             # pixel centres (j + 0.5) inside [u - rx, u + rx], clipped to the tile
-            j0 = max(int(math.ceil(u - pradii[g, 0] - 0.5)) - c0, 0)
-            j1 = min(int(math.floor(u + pradii[g, 0] - 0.5)) - c0, nc - 1)
-            i0 = max(int(math.ceil(v - pradii[g, 1] - 0.5)) - r0, 0)
-            i1 = min(int(math.floor(v + pradii[g, 1] - 0.5)) - r0, nr - 1)
-            ca, cb, cc, op, z = packed[g, 2], packed[g, 3], packed[g, 4], packed[g, 5], packed[g, 9]
+            j0 = max(int(math.ceil(u - radii[g, 0] - 0.5)) - c0, 0)
+            j1 = min(int(math.floor(u + radii[g, 0] - 0.5)) - c0, nc - 1)
+            i0 = max(int(math.ceil(v - radii[g, 1] - 0.5)) - r0, 0)
+            i1 = min(int(math.floor(v + radii[g, 1] - 0.5)) - r0, nr - 1)
+            ca, cb, cc, op, z = rec[g, 2], rec[g, 3], rec[g, 4], rec[g, 5], rec[g, 9]
+            cut, detq = rec[g, 10], rec[g, 11]
+            cr, cg, cbl, zf = np.float32(rec[g, 6]), np.float32(rec[g, 7]), np.float32(rec[g, 8]), np.float32(z)
             for i in range(i0, i1 + 1):
                 dy = v - (r0 + i + 0.5)
-                for j in range(j0, j1 + 1):
+                ja, jb = j0, j1
+                if cull:
+                    ja, jb = _row_span(u - c0, dy, ca, cb, cut, detq, j0, j1)
+                for j in range(ja, jb + 1):
                     if done[i, j]:
                         continue
                     dx = u - (c0 + j + 0.5)
@@ -264,42 +351,225 @@ def _composite(packed, pradii, tile_start, ids, width, height, background, depth
                         n_done += 1
                         continue
                     w = a * tt
-                    acc[i, j, 0] += np.float32(packed[g, 6]) * w
-                    acc[i, j, 1] += np.float32(packed[g, 7]) * w
-                    acc[i, j, 2] += np.float32(packed[g, 8]) * w
-                    acc[i, j, 3] += np.float32(z) * w
+                    acc[i, j, 0] += cr * w
+                    acc[i, j, 1] += cg * w
+                    acc[i, j, 2] += cbl * w
+                    acc[i, j, 3] += zf * w
                     if tt > 0.5 and next_t <= 0.5:
-                        med[i, j] = np.float32(z)
+                        med[i, j] = zf
                     T[i, j] = next_t
             if n_done == n_pix:
+                active[t] = False
                 break
         for i in range(nr):
             for j in range(nc):
-                tt = T[i, j]
-                for ch in range(3):
-                    rgb[r0 + i, c0 + j, ch] = acc[i, j, ch] + tt * background[r0 + i, c0 + j, ch]
-                alpha[r0 + i, c0 + j] = 1 - tt
-                exp_depth[r0 + i, c0 + j] = acc[i, j, 3] / (1 - tt) if tt < 1 else 0.0
-                median[r0 + i, c0 + j] = med[i, j]
+                T_img[r0 + i, c0 + j] = T[i, j]
+                for ch in range(4):
+                    acc_img[r0 + i, c0 + j, ch] = acc[i, j, ch]
+                med_img[r0 + i, c0 + j] = med[i, j]
+                done_img[r0 + i, c0 + j] = done[i, j]
 
 
-def render_cpu(scene, camera, background: np.ndarray, depth_limit: np.ndarray | None = None,
-               near: float = NEAR, far: float = FAR):
-    """Render ``scene`` (world frame) → (rgb [H,W,3], alpha [H,W], expected depth [H,W], median [H,W])."""
-    w, h = int(camera.width), int(camera.height)
+def _finish(T_img, acc_img, background, rgb, alpha, exp_depth):
+    """Outputs from the running state: rgb = C + T·background, alpha = 1 − T, expected depth = D / (1 − T)."""
+    for r in nb.prange(T_img.shape[0]):
+        for c in range(T_img.shape[1]):
+            tt = T_img[r, c]
+            for ch in range(3):
+                rgb[r, c, ch] = acc_img[r, c, ch] + tt * background[r, c, ch]
+            alpha[r, c] = 1 - tt
+            exp_depth[r, c] = acc_img[r, c, 3] / (1 - tt) if tt < 1 else 0.0
+
+
+# Helpers are inlined into both compilations; each stage is compiled parallel and serial (nogil).
+_m_row = nb.njit(inline="always", cache=True)(_m_row)
+_pixel_range = nb.njit(inline="always", cache=True)(_pixel_range)
+_row_span = nb.njit(inline="always", cache=True)(_row_span)
+_tile_rows = nb.njit(inline="always", cache=True)(_tile_rows)
+_tile_cols = nb.njit(inline="always", cache=True)(_tile_cols)
+_STAGES = {f.__name__: f for f in (_project, _gather, _bin_count, _bin_scatter, _composite, _finish)}
+
+
+def _renamed(f, suffix: str):
+    """A copy of ``f`` under another name: numba's on-disk cache is keyed by the function's name and
+    bytecode, not its compile options, so the parallel and serial compilations need distinct names."""
+    g = types.FunctionType(f.__code__, f.__globals__, f.__name__ + suffix, f.__defaults__, f.__closure__)
+    g.__qualname__ = f.__qualname__ + suffix
+    g.__doc__ = f.__doc__
+    return g
+
+
+PARALLEL = {k: nb.njit(parallel=True, cache=True)(_renamed(f, "_parallel")) for k, f in _STAGES.items()}
+SERIAL = {k: nb.njit(nogil=True, cache=True)(_renamed(f, "_serial")) for k, f in _STAGES.items()}
+
+
+def depth_order(rec, radii) -> np.ndarray:
+    """Indices of the kept Gaussians (radii not both 0) sorted stably by camera z (ties: input order)."""
+    kept = np.flatnonzero((radii[:, 0] > 0) | (radii[:, 1] > 0))
+    return kept[np.argsort(rec[kept, 9], kind="stable")]
+
+
+def sort_and_pack(rec, radii, parallel: bool = True):
+    """(order [M] int64, packed [M, REC] = rec[order], pradii [M, 2]): the kept Gaussians by (z, index)."""
+    order = depth_order(rec, radii)
+    m = order.shape[0]
+    packed = np.empty((m, REC), np.float64)
+    pradii = np.empty((m, 2), np.int32)
+    (PARALLEL if parallel else SERIAL)["_gather"](rec, radii, order, packed, pradii)
+    return order, packed, pradii
+
+
+def bin_range(packed, pradii, lo: int, hi: int, width: int, height: int, active, parallel: bool = True, n_chunks: int = BIN_CHUNKS):
+    """Bin ``packed[lo:hi]`` into the ``active`` tiles → (tile_start [T+1] int64, ids [I] int32): tile t's
+    Gaussians are ``ids[tile_start[t]:tile_start[t+1]]``, ascending indices into ``packed``.
+
+    Two passes over fixed chunks of the range in parallel: a per-chunk tile histogram and, after a prefix
+    sum over (tile, chunk), a scatter into each chunk's slots — so every tile's list keeps ``packed``'s
+    order whatever the number of chunks or threads."""
+    k = PARALLEL if parallel else SERIAL
+    n_tiles = active.shape[0]
+    n_chunks = max(1, min(n_chunks, hi - lo))
+    hist = np.zeros((n_chunks, n_tiles), np.int64)
+    k["_bin_count"](packed, pradii, lo, hi, width, height, n_chunks, active, hist)
+    flat = hist.T.ravel()  # slot of chunk c in tile t: all earlier tiles, then tile t's earlier chunks
+    offsets = np.empty(flat.size + 1, np.int64)
+    offsets[0] = 0
+    np.cumsum(flat, out=offsets[1:])
+    tile_start = offsets[::n_chunks].copy()  # copies: the scatter advances chunk_offsets in place
+    chunk_offsets = offsets[:-1].reshape(n_tiles, n_chunks).T.copy()
+    ids = np.empty(int(offsets[-1]), np.int32)
+    k["_bin_scatter"](packed, pradii, lo, hi, width, height, n_chunks, active, chunk_offsets, ids)
+    return tile_start, ids
+
+
+def bin_tiles(rec, radii, width: int, height: int, parallel: bool = True,
+              n_chunks: int = BIN_CHUNKS):
+    """All kept Gaussians into all tiles at once → (order, tile_start, ids) with ``order[ids]`` input
+    indices: each tile's list in (camera z, input index) order. (The renderer bins depth slab by depth
+    slab instead, see :func:`slab_bounds`; this is the whole-list form the reference test compares.)"""
+    order, packed, pradii = sort_and_pack(rec, radii, parallel)
+    n_tiles = ((width + TILE - 1) // TILE) * ((height + TILE - 1) // TILE)
+    tile_start, ids = bin_range(packed, pradii, 0, len(order), width, height, np.ones(n_tiles, np.bool_),
+                                parallel, n_chunks)
+    return order, tile_start, ids
+
+
+def slab_bounds(m: int, first: int | None = None, min_size: int | None = None) -> list[int]:
+    """Ends of the depth slabs over ``m`` depth-ordered Gaussians: 1/16, 1/8, 1/4, 1/2, all of them (one
+    slab below ``min_size``). Front slabs are composited first; the later ones are binned only into
+    tiles that are not yet opaque, so the Gaussians behind an opaque surface cost no binning."""
+    first = SLAB_FIRST if first is None else first
+    if m < (SLAB_MIN if min_size is None else min_size):
+        return [m]
+    ends = [m // first]
+    while ends[-1] < m:
+        ends.append(min(m, 2 * ends[-1]))
+    return ends
+
+
+def bin_reference(rec, radii, width: int, height: int):
+    """Plain twin of :func:`bin_tiles`: one global stable depth sort (``numpy.argsort``), then every kept
+    Gaussian appended, in that order, to each tile its span function lists (the per-Gaussian tile test
+    itself is shared, :func:`tiles_of`). Same output format."""
+    tiles_x = (width + TILE - 1) // TILE
+    n_tiles = tiles_x * ((height + TILE - 1) // TILE)
+    kept = [g for g in range(rec.shape[0]) if radii[g, 0] > 0 or radii[g, 1] > 0]
+    order = sorted(kept, key=lambda g: rec[g, 9])  # Python's sort is stable
+    lists = [[] for _ in range(n_tiles)]
+    for g in order:
+        for t in tiles_of(rec, radii, int(g), width, height):
+            lists[t].append(int(g))
+    tile_start = np.zeros(n_tiles + 1, np.int64)
+    tile_start[1:] = np.cumsum([len(x) for x in lists])
+    ids = np.array([g for x in lists for g in x], np.int32)
+    return tile_start, ids
+
+
+def tiles_of(rec, radii, g: int, width: int, height: int) -> list[int]:
+    """Tiles listing Gaussian ``g`` (row-major tile indices), as the binning kernels enumerate them."""
+    return list(_tiles_of(rec, radii, g, width, height))
+
+
+@nb.njit(cache=True)
+def _tiles_of(rec, radii, g, width, height):
+    tiles_x = (width + TILE - 1) // TILE
+    out = []
+    ty0, ty1, i0, i1 = _tile_rows(rec, radii, g, height)
+    for ty in range(ty0, ty1 + 1):
+        tx0, tx1 = _tile_cols(rec, radii, g, width)
+        for tx in range(tx0, tx1 + 1):
+            out.append(ty * tiles_x + tx)
+    return out
+
+
+def project(scene, camera, near: float = NEAR, far: float = FAR, parallel: bool = True):
+    """Stage 1 → (rec [N, REC] float64, radii [N, 2] int32; radii 0 marks a culled Gaussian)."""
     n = len(scene)
     rec = np.zeros((n, REC), np.float64)
     radii = np.zeros((n, 2), np.int32)
-    _project(scene.means, scene.quats, scene.log_scales, scene.opacity_logits, scene.sh,
-             np.ascontiguousarray(camera.w2c, np.float64), float(camera.fx), float(camera.fy), float(camera.cx),
-             float(camera.cy), w, h, float(near), float(far), rec, radii)
-    packed, pradii, tile_start, ids = _bin(rec, radii, w, h)
+    (PARALLEL if parallel else SERIAL)["_project"](
+        scene.means, scene.quats, scene.log_scales, scene.opacity_logits, scene.sh,
+        np.ascontiguousarray(camera.w2c, np.float64), float(camera.fx), float(camera.fy), float(camera.cx),
+        float(camera.cy), int(camera.width), int(camera.height), float(near), float(far), rec, radii)
+    return rec, radii
+
+
+def render_cpu(scene, camera, background: np.ndarray, depth_limit: np.ndarray | None = None,
+               near: float = NEAR, far: float = FAR, parallel: bool = True, cull: bool = True,
+               slabs: bool = True, timings: dict | None = None):
+    """Render ``scene`` (world frame) → (rgb [H,W,3], alpha [H,W], expected depth [H,W], median [H,W]).
+
+    ``parallel``: spread this frame's Gaussians and tiles over numba's threads (True), or run serially
+    without the GIL (False; for one frame per thread). ``cull``: on each row of a Gaussian's box visit only
+    the pixel span inside its α ≥ 1/255 ellipse; ``slabs``: bin and composite front-to-back depth slabs, so Gaussians
+    behind opaque tiles are never binned. Both give the same image bit for bit (False is the plain rule,
+    kept for the tests). ``timings``: if a dict, seconds per stage are added under "project", "sort"
+    (depth sort and packing), "bin" and "composite"."""
+    w, h = int(camera.width), int(camera.height)
+    k = PARALLEL if parallel else SERIAL
+    clock = [time.perf_counter()]
+    rec, radii = project(scene, camera, near, far, parallel)
+    clock.append(time.perf_counter())
+    order, packed, pradii = sort_and_pack(rec, radii, parallel)
+    del rec, radii
+    clock.append(time.perf_counter())
+    t_bin = t_comp = 0.0
+    n_tiles = ((w + TILE - 1) // TILE) * ((h + TILE - 1) // TILE)
+    active = np.ones(n_tiles, np.bool_)
+    T_img = np.ones((h, w), np.float32)
+    acc = np.zeros((h, w, 4), np.float32)
+    median = np.full((h, w), np.inf, np.float32)
+    done = np.zeros((h, w), np.bool_)
+    use_limit = depth_limit is not None
+    limit = np.ascontiguousarray(depth_limit, np.float32) if use_limit else np.zeros((1, 1), np.float32)
+    lo = 0
+    bounds = slab_bounds(len(order)) if slabs else [len(order)]
+    while lo < len(order):
+        if not active.any():
+            break
+        # The next slab, or everything left when the last one closed fewer than SLAB_KEEP_GOING of the
+        # tiles still open: a translucent scene then pays no more parallel-region start-ups for nothing
+        n_open = int(active.sum())
+        hi = next(b for b in bounds if b > lo)
+        t0 = time.perf_counter()
+        tile_start, ids = bin_range(packed, pradii, lo, hi, w, h, active, parallel,
+                                    BIN_CHUNKS if parallel else 1)
+        t1 = time.perf_counter()
+        k["_composite"](packed, pradii, tile_start, ids, w, h, limit, use_limit, cull, active, T_img, acc, median,
+                        done)
+        t_bin += t1 - t0
+        t_comp += time.perf_counter() - t1
+        lo = hi
+        if active.sum() > (1.0 - SLAB_KEEP_GOING) * n_open:
+            bounds = [len(order)]
+    t2 = time.perf_counter()
     rgb = np.empty((h, w, 3), np.float32)
     alpha = np.empty((h, w), np.float32)
     exp_depth = np.empty((h, w), np.float32)
-    median = np.empty((h, w), np.float32)
-    use_limit = depth_limit is not None
-    limit = np.ascontiguousarray(depth_limit, np.float32) if use_limit else np.zeros((1, 1), np.float32)
-    _composite(packed, pradii, tile_start, ids, w, h, np.ascontiguousarray(background, np.float32), limit, use_limit,
-               rgb, alpha, exp_depth, median)
+    k["_finish"](T_img, acc, np.ascontiguousarray(background, np.float32), rgb, alpha, exp_depth)
+    if timings is not None:
+        t_comp += time.perf_counter() - t2
+        for key, dt in (("project", clock[1] - clock[0]), ("sort", clock[2] - clock[1]), ("bin", t_bin),
+                        ("composite", t_comp)):
+            timings[key] = timings.get(key, 0.0) + dt
     return rgb, alpha, exp_depth, median

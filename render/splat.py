@@ -1,6 +1,8 @@
 """One render function for Gaussian scenes, three backends with the same rules.
 
-``splat(scene, camera, background=..., depth_limit=None, backend="auto")`` → :class:`RenderOutput`.
+``splat(scene, camera, background=..., depth_limit=None, backend="auto")`` → :class:`RenderOutput`;
+``splat_frames(scene, cameras, ...)`` → the frames of a trajectory in order, rendered one frame per thread
+when that beats spreading each frame's tiles over the threads (many small frames; chosen automatically).
 
 Backends
 * ``cpu``   — numba kernel (``render/_cpu.py``): the default here; fast on a few cores.
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
@@ -125,3 +128,69 @@ def splat(scene: GaussianScene, camera: Camera, background=(0.0, 0.0, 0.0), dept
         out = render_gsplat(scene, camera, bg, near, far)
     rgb, alpha, depth, median = (np.asarray(o, np.float32) for o in out)
     return RenderOutput(rgb, alpha, depth, median, name)
+
+
+# Frame-level parallelism: each thread renders whole frames with the serial (nogil) kernels. It wins when
+# there are several frames per thread and frames are small: a frame's serial parts (depth sort, prefix
+# sums) and the ~15 thread start/stop points per frame of tile parallelism then cost more than they
+# save. Above this many pixels per frame tiles are spread over the threads instead (each frame then has
+# enough tiles, and one frame's buffers per thread would grow with the image).
+FRAME_PARALLEL_MAX_PIXELS = 512 * 512
+FRAME_MODES = ("auto", "frames", "tiles")
+
+
+def frame_parallel(n_frames: int, width: int, height: int, threads: int) -> bool:
+    """True when ``n_frames`` frames of width × height px render faster one frame per thread
+    (at least two frames per thread and at most ``FRAME_PARALLEL_MAX_PIXELS`` px per frame)."""
+    return threads > 1 and n_frames >= 2 * threads and width * height <= FRAME_PARALLEL_MAX_PIXELS
+
+
+def splat_frames(scene: GaussianScene, cameras: Sequence[Camera], background=(0.0, 0.0, 0.0),
+                 backend: str = "auto", mode: str = "auto", near: float = NEAR,
+                 far: float = FAR) -> Iterator[RenderOutput]:
+    """Render ``cameras`` in order (a generator: frame i is yielded as soon as frames 0..i are done).
+
+    ``mode``: "tiles" renders frame after frame, each spread over numba's threads; "frames" renders one
+    frame per thread (``cpu`` backend, serial kernels without the GIL; at most 2 frames per thread in
+    flight); "auto" picks "frames" when :func:`frame_parallel` says so. Both give bit-identical images
+    (tested). Other backends render frame after frame. Arguments otherwise as :func:`splat`.
+    """
+    if mode not in FRAME_MODES:
+        raise ValueError(f"mode={mode!r} is not one of {FRAME_MODES}")
+    cameras = list(cameras)
+    name = resolve_backend(backend)
+    if not cameras:
+        return
+    import numba
+
+    threads = numba.get_num_threads()
+    if mode == "auto":
+        shapes = {(c.width, c.height) for c in cameras}
+        mode = "frames" if len(shapes) == 1 and frame_parallel(len(cameras), *shapes.pop(), threads) else "tiles"
+    if name != "cpu" or mode == "tiles" or threads < 2:
+        for cam in cameras:
+            yield splat(scene, cam, background=background, backend=name, near=near, far=far)
+        return
+    import collections
+    import concurrent.futures as cf
+
+    from ._cpu import render_cpu
+
+    world = scene.in_world()
+
+    def one(cam: Camera) -> RenderOutput:
+        out = render_cpu(world, cam, _background_map(background, cam), None, near, far, parallel=False)
+        return RenderOutput(*(np.asarray(o, np.float32) for o in out), "cpu")
+
+    with cf.ThreadPoolExecutor(threads, thread_name_prefix="splat-frame") as ex:
+        pending: collections.deque = collections.deque()
+        it = iter(cameras)
+        for cam in it:
+            pending.append(ex.submit(one, cam))
+            if len(pending) >= 2 * threads:
+                break
+        while pending:
+            yield pending.popleft().result()
+            nxt = next(it, None)
+            if nxt is not None:
+                pending.append(ex.submit(one, nxt))

@@ -1,6 +1,7 @@
 """Generate a 2D stimulus dataset.
 
     python -m tasks.generate dataset=<name> out=<dir> [seed=0] [workers=2] [overwrite=true] [progress=false]
+                             [shard=i/n | shard=merge/n]   (one job of n, or the merge; see the README)
                              [param=value ...]
     python -m tasks.generate --list
 
@@ -41,7 +42,7 @@ def _run(argv: list[str], write_dataset) -> None:
     except KeyError as e:
         raise ValueError(f"missing {e.args[0]}=...; usage: python -m tasks.generate dataset=<name> out=<dir> "
                          "[param=value]") from None
-    opts = {k: kv.pop(k) for k in ("seed", "workers", "overwrite", "progress") if k in kv}
+    opts = {k: kv.pop(k) for k in ("seed", "workers", "overwrite", "progress", "shard") if k in kv}
     path = write_dataset(name, out, kv, **opts)
     print(f"wrote {name} to {path}")
 

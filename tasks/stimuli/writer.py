@@ -17,6 +17,13 @@ claimed through ``render.files.output_folder`` (lock, marked ``config.json``, ov
 the records list); the tables and manifest are written atomically, the manifest last. Items are a
 deterministic function of (config, seed), and shards are assembled in order, so the output does not
 depend on the number of workers.
+
+Across machines (``shard="i/n"``, CLI ``shard=i/n``): job i renders the writer shards k with k mod n = i
+into its own folder ``<out>/.jobs/<i>-of-<n>/`` (claimed like any output folder, so jobs share no lock)
+and writes ``job.json`` there last; ``shard="merge/n"`` checks every job (its ``job.json``: same
+configuration, its shards; every shard complete with every image's sha256), refusing with each job's
+problem and command before touching anything, then moves the images and rows files into ``<out>`` and
+writes the tables and the manifest. The result is byte-identical to a one-machine run (tested).
 """
 from __future__ import annotations
 
@@ -43,7 +50,8 @@ class SkipItem(Exception):
 
 
 # The PNG encoder lives with the other file writers (render/files.py); re-exported for callers here.
-__all__ = ["SkipItem", "png_bytes", "write_dataset", "shard_problems"]
+__all__ = ["SkipItem", "png_bytes", "write_dataset", "shard_problems", "parse_job"]
+JOB_MANIFEST = "job.json"
 
 
 def _render_shard(args) -> int:
@@ -128,9 +136,26 @@ def _pool_context(module: str):
     return ctx
 
 
+def parse_job(spec) -> tuple[int | None, int]:
+    """``"i/n"`` → (i, n) with 0 ≤ i < n; ``"merge/n"`` → (None, n). Raises ConfigError otherwise."""
+    import re
+
+    m = re.fullmatch(r"\s*(\d+|merge)\s*/\s*(\d+)\s*", str(spec))
+    if not m or int(m.group(2)) < 1 or (m.group(1) != "merge" and int(m.group(1)) >= int(m.group(2))):
+        raise ConfigError(f"shard={spec!r}: must be i/n with 0 <= i < n (e.g. shard=0/4), or merge/n once all n "
+                          "jobs are done")
+    return (None if m.group(1) == "merge" else int(m.group(1))), int(m.group(2))
+
+
+def job_dir(out: Path, i: int, n: int) -> Path:
+    return Path(out) / ".jobs" / f"{i}-of-{n}"
+
+
 def write_dataset(name: str, out: str | os.PathLike, params: dict | None = None, seed: int = 0, workers: int = 1,
-                  overwrite: bool = False, shard_size: int = 500, compress_level: int = 6, progress: bool = True) -> Path:
-    """Generate dataset ``name`` into ``out``; returns the folder. See module docstring."""
+                  overwrite: bool = False, shard_size: int = 500, compress_level: int = 6, progress: bool = True,
+                  shard: str | None = None) -> Path:
+    """Generate dataset ``name`` into ``out``; returns the folder. ``shard``: None (everything here),
+    ``"i/n"`` (job i of n: only its part, see module docstring) or ``"merge/n"``."""
     from tqdm import tqdm
 
     for key, v, lo in (("seed", seed, 0), ("workers", workers, 1), ("shard_size", shard_size, 1)):
@@ -149,16 +174,28 @@ def write_dataset(name: str, out: str | os.PathLike, params: dict | None = None,
     if len(set(ids)) != len(ids):
         raise RuntimeError(f"generator {name!r} produced duplicate item ids")
     shards = [items[i:i + shard_size] for i in range(0, len(items), shard_size)]
+    job, n_jobs = parse_job(shard) if shard is not None else (0, 1)
+    mine = [k for k in range(len(shards)) if k % n_jobs == job] if job is not None else []
+    target = out if shard is None else job_dir(out, job, n_jobs) if job is not None else out
+    kind = "tasks.generate" if shard is None or job is None else "tasks.generate.job"
+    identity = resolved if kind == "tasks.generate" else {"job": f"{job}/{n_jobs}", "shard_size": shard_size, **resolved}
+    if job is None:
+        _check_jobs(out, n_jobs, len(shards), identity_of=lambda i: {"job": f"{i}/{n_jobs}", "shard_size": shard_size,
+                                                                     **resolved}, name=name)
     with contextlib.ExitStack() as claimed:
         try:
-            claimed.enter_context(output_folder(out, "tasks.generate", resolved, overwrite=overwrite, owned=_owned,
+            claimed.enter_context(output_folder(target, kind, identity, overwrite=overwrite, owned=_owned,
                                                 temps=lambda o: [*o.glob(".*.tmp*"), *(o / ".shards").glob(".*.tmp*")]))
         except OutputError as e:
             raise ConfigError(str(e)) from None
+        out_final = out
+        out = target
         (out / ".shards").mkdir(exist_ok=True)
         mark_owned(out / ".shards")
+        if job is None:
+            _move_jobs(out_final, n_jobs)
         todo = []
-        for k in range(len(shards)):
+        for k in mine if shard is not None else range(len(shards)):
             problems = shard_problems(out, k)
             if problems and problems != ["not rendered"]:
                 log.warning("re-rendering shard %d: %s", k, "; ".join(problems[:5]))
@@ -176,8 +213,72 @@ def write_dataset(name: str, out: str | os.PathLike, params: dict | None = None,
                 _write_rows(out, index, rows)
                 bar.update(len(rows))
         bar.close()
-        _finish(out, name, seed, len(shards))
+        if shard is None or job is None:
+            _finish(out, name, seed, len(shards))
+        else:
+            atomic_write_bytes(out / JOB_MANIFEST, json.dumps({"identity": identity, "shards": mine}).encode())
     return out
+
+
+def _check_jobs(out: Path, n: int, n_shards: int, identity_of, name: str) -> None:
+    """Before a merge: every job's ``job.json`` (same configuration) and every one of its shards complete
+    (or already merged into ``out``). Raises ConfigError listing each bad job and the command to redo it."""
+    bad = []
+    for i in range(n):
+        d = job_dir(out, i, n)
+        mine = [k for k in range(n_shards) if k % n == i]
+        if not (d / JOB_MANIFEST).is_file():
+            if not d.exists() and all(not shard_problems(out, k) for k in mine):
+                continue  # merged earlier
+            bad.append(f"job {i}/{n}: {d / JOB_MANIFEST} missing (job not run or not finished)")
+            continue
+        try:
+            m = json.loads((d / JOB_MANIFEST).read_text())
+        except (OSError, ValueError) as e:
+            bad.append(f"job {i}/{n}: {JOB_MANIFEST} unreadable ({e})")
+            continue
+        if m.get("identity") != json.loads(json.dumps(identity_of(i), default=list)) or m.get("shards") != mine:
+            bad.append(f"job {i}/{n}: made with a different configuration, shard_size or job count")
+            continue
+        probs = [p for k in mine for p in shard_problems(d, k) if not (p == "not rendered" and not shard_problems(out, k))]
+        if probs:
+            bad.append(f"job {i}/{n}: {'; '.join(probs[:3])}")
+    if bad:
+        raise ConfigError(f"cannot merge into {out}:\n  " + "\n  ".join(
+            f"{b} (redo it: python -m tasks.generate dataset={name} out={out} <same parameters> shard=<job>/{n})"
+            for b in bad))
+
+
+def _move_jobs(out: Path, n: int) -> None:
+    """Move every checked job's images and rows files into ``out``; remove the emptied job folders."""
+    import pandas as pd
+
+    for i in range(n):
+        d = job_dir(out, i, n)
+        if not (d / JOB_MANIFEST).is_file():
+            continue
+        for k in json.loads((d / JOB_MANIFEST).read_text())["shards"]:
+            rows = d / ".shards" / f"{k:05d}.parquet"
+            if not rows.is_file():
+                continue  # moved by an earlier, interrupted merge
+            for f in pd.read_parquet(rows, columns=["file_name"])["file_name"]:
+                if f and (d / f).is_file():
+                    (out / f).parent.mkdir(parents=True, exist_ok=True)
+                    os.replace(d / f, out / f)
+            os.replace(rows, out / ".shards" / rows.name)  # last: the shard's completion mark
+        from render.files import remove_owned
+
+        (d / JOB_MANIFEST).unlink()
+        (d / "config.json").unlink(missing_ok=True)
+        (d / ".lock").unlink(missing_ok=True)
+        remove_owned(d, [], [d / ".shards"])
+        for sub in sorted((p for p in d.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+            with contextlib.suppress(OSError):
+                sub.rmdir()
+        with contextlib.suppress(OSError):
+            d.rmdir()
+    with contextlib.suppress(OSError):
+        (out / ".jobs").rmdir()
 
 
 def shard_problems(out: Path, k: int) -> list[str]:

@@ -10,10 +10,15 @@ def _job(kw: dict) -> str:
     from .config import config_from_dict
     from .shortcuts import ShortcutAuditFailed
 
+    shard = kw.pop("shard", None)  # shard=i/n | merge/n: builds across machines (tasks/threedpc/shard.py)
     progress = kw.pop("progress", True)
     if not isinstance(progress, bool):
         raise ValueError(f"progress={progress!r}: must be true or false")
     try:
+        if shard is not None:
+            from .shard import run
+
+            return run(config_from_dict(kw), shard, progress)
         out = build(config_from_dict(kw), progress=progress)
     except ShortcutAuditFailed as e:  # not bad input: the build is written and kept, its audit failed (exit 1)
         print(f"error: {e}", file=sys.stderr)
@@ -24,6 +29,8 @@ def _job(kw: dict) -> str:
 def main(argv: list[str] | None = None) -> None:
     from render.cli import run_hydra
 
+    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = ["+" + a if a.startswith("shard=") else a for a in argv]  # not a config field: appended
     run_hydra("threedpc", _job, argv)
 
 

@@ -1,0 +1,126 @@
+"""The fast paths of the cpu kernel (issue 19) against their plain twins: parallel chunked binning vs one
+global stable sort + appending (exact per-tile lists), and every switch of the kernel (parallel/serial,
+row-span culling, depth slabs, one frame per thread) against the plain setting, bit for bit."""
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from render import _cpu, splat, splat_frames
+from render.splat import FRAME_PARALLEL_MAX_PIXELS, frame_parallel
+from scenes.camera import Camera
+from tests.conftest import random_scene
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _cams():
+    return [Camera(72, 40, 45.0, 47.0, 30.0, 22.5).looking_at([0.5, -3.0, 0.8], [0, 0, 0]),
+            Camera.from_fov(50, 35, 80.0).looking_at([0.2, -1.2, 0.1], [0, 0, 0]),  # Gaussians around the camera
+            Camera.from_fov(64, 64, 60.0).looking_at([0, -3.5, 0.5], [0, 0, 0])]
+
+
+@pytest.mark.parametrize("n_chunks", [1, 3, 16])
+def test_parallel_binning_equals_global_sort_binning(n_chunks):
+    scene = random_scene(2500, degree=1, seed=5)
+    for cam in _cams():
+        rec, radii = _cpu.project(scene, cam)
+        order, tile_start, ids = _cpu.bin_tiles(rec, radii, cam.width, cam.height, True, n_chunks)
+        ref_start, ref_ids = _cpu.bin_reference(rec, radii, cam.width, cam.height)
+        assert len(ref_ids) > 1000  # many overlaps, many tiles per Gaussian
+        assert np.array_equal(tile_start, ref_start)
+        assert np.array_equal(order[ids], ref_ids)
+        # serial twin gives the same lists
+        o2, s2, i2 = _cpu.bin_tiles(rec, radii, cam.width, cam.height, False, n_chunks)
+        assert np.array_equal(s2, ref_start) and np.array_equal(o2[i2], ref_ids)
+
+
+def test_depth_ties_keep_input_order():
+    scene = random_scene(400, degree=0, seed=2)
+    scene.means[:, 1] = 0.0  # a plane facing the camera: many equal depths
+    cam = Camera.from_fov(48, 48, 60.0).looking_at([0, -3.0, 0.0], [0, 0, 0])
+    rec, radii = _cpu.project(scene, cam)
+    rec[:, 9] = np.round(rec[:, 9], 1)  # force exact ties
+    order, tile_start, ids = _cpu.bin_tiles(rec, radii, 48, 48)
+    ref_start, ref_ids = _cpu.bin_reference(rec, radii, 48, 48)
+    assert np.array_equal(tile_start, ref_start) and np.array_equal(order[ids], ref_ids)
+
+
+@pytest.mark.parametrize("with_limit", [False, True])
+def test_kernel_switches_are_bit_identical(monkeypatch, with_limit):
+    monkeypatch.setattr(_cpu, "SLAB_MIN", 64)  # so the 3000 Gaussians are split into depth slabs
+    scene = random_scene(3000, degree=3, seed=1)
+    rng = np.random.default_rng(0)
+    for cam in _cams():
+        bg = rng.uniform(0, 1, (cam.height, cam.width, 3)).astype(np.float32)
+        limit = rng.uniform(2.5, 4.5, (cam.height, cam.width)).astype(np.float32) if with_limit else None
+        plain = _cpu.render_cpu(scene, cam, bg, limit, parallel=True, cull=False, slabs=False)
+        assert plain[1].mean() > 0.2
+        for parallel in (True, False):
+            for cull in (True, False):
+                for slabs in (True, False):
+                    out = _cpu.render_cpu(scene, cam, bg, limit, parallel=parallel, cull=cull, slabs=slabs)
+                    for a, b in zip(out, plain):
+                        assert np.array_equal(a, b), (parallel, cull, slabs)
+
+
+def test_slabs_stop_binning_behind_opaque_tiles(monkeypatch):
+    monkeypatch.setattr(_cpu, "SLAB_MIN", 64)
+    scene = random_scene(4000, degree=0, seed=3, spread=0.3)
+    scene.opacity_logits[:] = 8.0  # opaque
+    scene.log_scales[:] = np.log(0.08)
+    cam = Camera.from_fov(64, 64, 8.0).looking_at([0, -3.0, 0.0], [0, 0, 0])  # the cloud fills the view
+    binned = []
+    real = _cpu.bin_range
+
+    def spy(*a, **k):
+        tile_start, ids = real(*a, **k)
+        binned.append(len(ids))
+        return tile_start, ids
+
+    monkeypatch.setattr(_cpu, "bin_range", spy)
+    bg = np.zeros((64, 64, 3), np.float32)
+    sliced = _cpu.render_cpu(scene, cam, bg)
+    with_slabs = sum(binned)
+    binned.clear()
+    whole = _cpu.render_cpu(scene, cam, bg, slabs=False)
+    assert (sliced[1] > 0.99).mean() > 0.95  # opaque
+    assert with_slabs < 0.5 * sum(binned)  # fewer than half the tile overlaps were binned
+    assert all(np.array_equal(a, b) for a, b in zip(sliced, whole))
+
+
+def test_frame_parallel_is_identical_to_tile_parallel():
+    scene = random_scene(2000, degree=2, seed=4)
+    cams = [Camera.from_fov(40, 30, 60.0).looking_at([3 * np.cos(a), 3 * np.sin(a), 0.5], [0, 0, 0])
+            for a in np.linspace(0, 6, 7)]
+    by_frames = list(splat_frames(scene, cams, background=(0.2, 0.3, 0.4), backend="cpu", mode="frames"))
+    by_tiles = list(splat_frames(scene, cams, background=(0.2, 0.3, 0.4), backend="cpu", mode="tiles"))
+    single = [splat(scene, c, background=(0.2, 0.3, 0.4), backend="cpu") for c in cams]
+    assert len(by_frames) == len(cams)
+    for a, b, c in zip(by_frames, by_tiles, single):
+        for f in ("rgb", "alpha", "depth", "median_depth"):
+            assert np.array_equal(getattr(a, f), getattr(b, f)) and np.array_equal(getattr(a, f), getattr(c, f))
+
+
+def test_frame_parallel_choice():
+    assert frame_parallel(50, 256, 256, 2)
+    assert not frame_parallel(3, 256, 256, 2)  # too few frames to keep both threads busy
+    assert not frame_parallel(50, 1024, 1024, 2)  # big frames: enough tiles per frame
+    assert not frame_parallel(50, 256, 256, 1)
+    assert FRAME_PARALLEL_MAX_PIXELS >= 256 * 256
+    with pytest.raises(ValueError, match="mode="):
+        list(splat_frames(random_scene(10), [Camera.from_fov(8, 8, 60.0)], mode="fast"))
+
+
+def test_trained_like_scene_statistics():
+    spec = importlib.util.spec_from_file_location("trained_scenes", ROOT / "benchmarks" / "trained_scenes.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    g = mod.trained_like(40_000, seed=1)
+    st = mod.scene_statistics(g)
+    assert len(g) == 40_000 and g.sh.shape[1] == 16 and np.abs(g.sh[:, 9:]).mean() > 0.01
+    assert abs(st["opacity_median"] - 0.65) < 0.07 and 0.09 < st["opacity_below_0.1"] < 0.15
+    assert 0.05 < st["opacity_p10"] < 0.09 and 0.96 < st["opacity_p90"] < 0.99
+    assert 0.011 < st["size_median"] < 0.016 and 0.04 < st["size_p90"] < 0.056 and 0.07 < st["size_p99"] < 0.11
+    assert 13 < st["aniso_median"] < 19 and 42 < st["aniso_p90"] < 56
