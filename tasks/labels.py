@@ -21,6 +21,8 @@ import math
 
 import numpy as np
 
+from .schema import ConfigError, field, validate_config
+
 LABEL_RULE_VERSION = "2.0"
 
 
@@ -46,25 +48,27 @@ class LabelRules:
     aperture_points:  points on the aperture's rim (evenly spaced; 8 → 45° apart).
     """
 
-    vpt_visible_min: float = 0.8
-    vpt_hidden_max: float = 0.05
-    depth_gap_min: float = 0.10
-    prop_visible_min: float = 0.5
-    prop_in_image_min: float = 0.9
-    n_rays: int = 256
-    check_size: int = 64
-    alpha_hidden: float = 0.5
-    aperture_scale: float = 0.25
-    aperture_points: int = 8
+    vpt_visible_min: float = field(0.8, "visible fraction at or above which the ball counts as visible", range=(0, 1))
+    vpt_hidden_max: float = field(0.05, "visible fraction at or below which the ball counts as occluded", range=(0, 1))
+    depth_gap_min: float = field(0.10, "relative depth gap below which depth order is ambiguous", range=(0, 2))
+    prop_visible_min: float = field(0.5, "least visible fraction of a prop in the viewer's image", range=(0, 1))
+    prop_in_image_min: float = field(0.9, "least share of a prop's surface inside the image", range=(0, 1))
+    n_rays: int = field(256, "rays per line-of-sight test", range=(1, 1_000_000))
+    check_size: int = field(64, "render-check image size (pixels)", range=(8, 4096))
+    alpha_hidden: float = field(0.5, "splat opacity in front of a prop pixel that hides it", range=(0, 1))
+    aperture_scale: float = field(0.25, "aperture radius in observer sizes (0 = single eye point)", range=(0, 10))
+    aperture_points: int = field(8, "points on the aperture's rim", range=(0, 360))
 
     def __post_init__(self):
-        if self.aperture_scale < 0 or self.aperture_points < 0 or (self.aperture_scale > 0 and self.aperture_points < 3):
-            raise ValueError(f"aperture_scale must be >= 0 and aperture_points >= 3 (or aperture_scale 0); got "
-                             f"{self.aperture_scale}, {self.aperture_points}")
-        if not 0 <= self.vpt_hidden_max < self.vpt_visible_min <= 1:
-            raise ValueError(f"need 0 <= vpt_hidden_max < vpt_visible_min <= 1, got {self.vpt_hidden_max}, {self.vpt_visible_min}")
-        if not 0 <= self.depth_gap_min < 2:
-            raise ValueError(f"depth_gap_min must be in [0, 2), got {self.depth_gap_min}")
+        validate_config(self)  # each field's declared range (tasks/schema.py), then the rules between fields
+        if self.aperture_scale > 0 and self.aperture_points < 3:
+            raise ConfigError(f"aperture_points={self.aperture_points}: need >= 3 rim points when aperture_scale > 0 "
+                              f"(got aperture_scale={self.aperture_scale}); or aperture_scale=0 for one eye point")
+        if not self.vpt_hidden_max < self.vpt_visible_min:
+            raise ConfigError(f"vpt_hidden_max={self.vpt_hidden_max}, vpt_visible_min={self.vpt_visible_min}: need "
+                              "vpt_hidden_max < vpt_visible_min")
+        if not self.depth_gap_min < 2:
+            raise ConfigError(f"depth_gap_min={self.depth_gap_min} is out of range [0, 2)")
 
 
 # ---------------------------------------------------------------------- VPT

@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 
-from scenes.props import SUPPORT_COLORS, Observer, Support, Target
+from scenes.props import GREEN, RED, SUPPORT_COLORS, Observer, Support, Target
 
 from .labels import LabelRules, aperture_label, in_view
 
@@ -75,11 +75,11 @@ class PropStyle:
 
     observer_size: float = 0.24
     observer_shape: str = "camera"
-    observer_color: tuple[float, float, float] = (0.1, 0.75, 0.15)
+    observer_color: tuple[float, float, float] = GREEN
     observer_fov_deg: float = 60.0
     target_size: float = 0.18
     target_shape: str = "ball"
-    target_color: tuple[float, float, float] = (0.85, 0.08, 0.06)
+    target_color: tuple[float, float, float] = RED
 
 
 def _clear_of(mesh, point: np.ndarray, radius: float, margin: float = 0.03) -> bool:

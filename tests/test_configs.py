@@ -64,3 +64,26 @@ def test_prop_colours_agree_everywhere():
     from tasks.placement import PropStyle
 
     assert (PropStyle.observer_color, PropStyle.target_color) == (GREEN, RED)
+
+
+def test_one_config_error_and_one_validator_for_every_tasks_config():
+    """Issue 21.3: the 2D generators, the 3D-PC build, its label rules and its audit gates raise the same
+    ConfigError from the same field declarations (tasks/schema.py), naming the field, the value and the range."""
+    import pytest
+
+    from tasks.labels import LabelRules
+    from tasks.schema import ConfigError
+    from tasks.stimuli.registry import ConfigError as StimuliConfigError
+    from tasks.threedpc import ConfigError as BuildConfigError
+    from tasks.threedpc.shortcuts import AuditConfig
+
+    assert StimuliConfigError is ConfigError and BuildConfigError is ConfigError
+    with pytest.raises(ConfigError, match=r"alpha_hidden=1\.5 is out of range \[0, 1\]"):
+        LabelRules(alpha_hidden=1.5)
+    with pytest.raises(ConfigError, match=r"pixel_size=2 is out of range \[4, 256\]"):
+        AuditConfig(pixel_size=2)
+    with pytest.raises(ConfigError, match="vpt_auc_low <= vpt_auc_high"):
+        AuditConfig(vpt_auc_low=0.7, vpt_auc_high=0.6)
+    assert AuditConfig(depth_pixel_max=None).depth_pixel_max is None  # optional gates may stay unset
+    for cls in (LabelRules, AuditConfig):
+        assert all(f.metadata.get("help") for f in dataclasses.fields(cls)), f"{cls.__name__}: every field documented"

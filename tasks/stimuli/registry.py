@@ -22,9 +22,7 @@ import dataclasses
 from collections.abc import Callable, Iterator
 from typing import Any
 
-
-class ConfigError(ValueError):
-    pass
+from ..schema import ConfigError, field, validate_config  # noqa: F401  (re-exported: the generators' one schema)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,30 +81,6 @@ def get_generator(name: str) -> Generator:
     if name not in GENERATORS:
         raise ConfigError(f"unknown dataset {name!r}; available: {', '.join(sorted(GENERATORS))}")
     return GENERATORS[name]
-
-
-def field(default, help: str, choices=None, range=None, **kw):  # noqa: A002 - mirrors dataclasses.field
-    meta = {"help": help}
-    if choices is not None:
-        meta["choices"] = tuple(choices)
-    if range is not None:
-        meta["range"] = tuple(range)
-    if isinstance(default, (list, dict)):
-        return dataclasses.field(default_factory=lambda d=default: type(d)(d), metadata=meta, **kw)
-    return dataclasses.field(default=default, metadata=meta, **kw)
-
-
-def validate_config(cfg) -> None:
-    """Check every field's type, choices and range; name the field, the value and what is allowed."""
-    for f in dataclasses.fields(cfg):
-        v = getattr(cfg, f.name)
-        choices, rng = f.metadata.get("choices"), f.metadata.get("range")
-        values = v if isinstance(v, (list, tuple)) else [v]
-        for x in values:
-            if choices is not None and x not in choices:
-                raise ConfigError(f"{f.name}={x!r} is not allowed; allowed values: {', '.join(map(str, choices))}")
-            if rng is not None and not (rng[0] <= x <= rng[1]):
-                raise ConfigError(f"{f.name}={x!r} is out of range [{rng[0]}, {rng[1]}] ({f.metadata.get('help', '')})")
 
 
 def make_config(gen: Generator, params: dict[str, Any]):

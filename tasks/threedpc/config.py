@@ -7,14 +7,11 @@ from typing import Any
 
 from ..labels import LabelRules
 from ..placement import DESIGNS, PropStyle
+from ..schema import ConfigError
 from .shortcuts import AuditConfig
 
 SPLITS = ("train", "val", "test", "strategy")
 VAL_HOLDOUTS = ("scene", "setting")
-
-
-class ConfigError(ValueError):
-    pass
 
 
 @dataclasses.dataclass(frozen=True)

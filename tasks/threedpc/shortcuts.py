@@ -33,6 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..schema import ConfigError, field, validate_config
+
 TASKS = {"vpt": ("in_vpt", "vpt_label"), "depth": ("in_depth", "depth_label")}
 BOUNDS_COLUMNS = tuple(f"object_{e}_{a}" for e in ("lo", "hi") for a in "xyz")
 AUDIT_FILE = "shortcut_audit"
@@ -66,36 +68,36 @@ class AuditConfig:
         ((scene, setting) clusters); below it the row still says whether the limit was exceeded.
     """
 
-    enabled: bool = True
-    enforce: bool = True
-    vpt_auc_low: float = 0.35
-    vpt_auc_high: float = 0.65
-    vpt_rule_max: float = 0.65
-    vpt_cue_logreg_max: float | None = 0.65
-    vpt_pixel_low: float = 0.43
-    vpt_pixel_high: float = 0.57
-    depth_auc_low: float = 0.10
-    depth_auc_high: float = 0.90
-    depth_rule_max: float = 0.90
-    depth_cue_logreg_max: float | None = None
-    depth_pixel_max: float | None = None
-    pixel_size: int = 32
-    pixel_C: float = 0.01
-    max_train_images: int = 10000
-    bootstrap: int = 1000
-    seed: int = 0
-    min_placements: int = 40
+    enabled: bool = field(True, "run the shortcut audit")
+    enforce: bool = field(True, "fail the build when an enforced gate is exceeded")
+    vpt_auc_low: float = field(0.35, "lower end of the band every single-cue VPT AUC must lie in", range=(0, 1))
+    vpt_auc_high: float = field(0.65, "upper end of that band", range=(0, 1))
+    vpt_rule_max: float = field(0.65, "test accuracy limit of each one-line VPT rule", range=(0, 1))
+    vpt_cue_logreg_max: float | None = field(0.65, "test accuracy limit of the all-cue regression (VPT)", range=(0, 1))
+    vpt_pixel_low: float = field(0.43, "lower end of the pixel regression's test-accuracy band (VPT)", range=(0, 1))
+    vpt_pixel_high: float = field(0.57, "upper end of that band", range=(0, 1))
+    depth_auc_low: float = field(0.10, "lower end of the band every single-cue depth AUC must lie in", range=(0, 1))
+    depth_auc_high: float = field(0.90, "upper end of that band", range=(0, 1))
+    depth_rule_max: float = field(0.90, "test accuracy limit of each one-line depth rule", range=(0, 1))
+    depth_cue_logreg_max: float | None = field(None, "limit for depth's all-cue regression (null: reported only)",
+                                               range=(0, 1))
+    depth_pixel_max: float | None = field(None, "limit for depth's pixel regression (null: reported only)",
+                                          range=(0, 1))
+    pixel_size: int = field(32, "side of the downsampled images for the pixel regression (pixels)", range=(4, 256))
+    pixel_C: float = field(0.01, "inverse L2 strength of the pixel regression", range=(1e-12, 1e12))
+    max_train_images: int = field(10000, "cap on training images per task for the pixel regression",
+                                  range=(10, 10**9))
+    bootstrap: int = field(1000, "bootstrap resamples for the clustered confidence intervals", range=(0, 10**7))
+    seed: int = field(0, "seed of the subsample, the shuffled control and the bootstrap", range=(0, 2**63 - 1))
+    min_placements: int = field(40, "placements a measure needs before its gate is enforced", range=(0, 10**9))
 
     def __post_init__(self):
+        validate_config(self)  # each field's declared range (tasks/schema.py), then the bands' order
         for lo, hi in (("vpt_auc_low", "vpt_auc_high"), ("vpt_pixel_low", "vpt_pixel_high"),
                        ("depth_auc_low", "depth_auc_high")):
             a, b = getattr(self, lo), getattr(self, hi)
-            if not 0 <= a <= b <= 1:
-                raise ValueError(f"audit.{lo}={a}, audit.{hi}={b}: need 0 <= {lo} <= {hi} <= 1")
-        if not 4 <= self.pixel_size <= 256 or self.pixel_C <= 0 or self.bootstrap < 0 or self.max_train_images < 10:
-            raise ValueError(f"audit: need 4 <= pixel_size <= 256 (got {self.pixel_size}), pixel_C > 0 (got "
-                             f"{self.pixel_C}), bootstrap >= 0 (got {self.bootstrap}), max_train_images >= 10 "
-                             f"(got {self.max_train_images})")
+            if not a <= b:
+                raise ConfigError(f"audit.{lo}={a}, audit.{hi}={b}: need {lo} <= {hi}")
 
     def gate(self, task: str, kind: str) -> tuple[float, float] | None:
         """(low, high) limits for a row of ``kind`` in ``task``, or None when the row is only reported."""
