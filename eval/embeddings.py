@@ -218,11 +218,9 @@ class CacheDamaged(EmbeddingError):
 
 
 def _file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    from render.files import sha256_file
+
+    return sha256_file(path)
 
 
 def _read(final: Path, key: str) -> Embeddings:

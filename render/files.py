@@ -54,9 +54,14 @@ def write_table(df, stem: str | os.PathLike) -> None:
 
 
 def sha256_file(path: str | os.PathLike) -> str:
+    """Hex sha256 of a file's bytes, read in 1 MiB blocks (embedding caches and shards can be large)."""
     import hashlib
 
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 # ------------------------------------------------------------------------------------------------ PNG out

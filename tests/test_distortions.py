@@ -182,7 +182,9 @@ def test_eidolon_conditions_codes():
 
 
 # ---------------------------------------------------------------------- issue 12: faithful = the original
-SHARED = [Path(__file__).resolve().parents[k] / "shared" / "data" for k in (2, 3)]
+from shared_data import shared_data  # noqa: E402
+
+SHARED = [shared_data()]
 MVH = next((p / "human-trials" / "model-vs-human" for p in SHARED if (p / "human-trials").is_dir()), None)
 
 

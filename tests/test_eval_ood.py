@@ -19,14 +19,7 @@ from tasks.imagenet16 import categories, mapping
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _shared_data() -> Path:
-    """``$VANTAGE_SHARED_DATA``, else ``shared/data`` beside an ancestor of the repository (as test_eval_stats)."""
-    if os.environ.get("VANTAGE_SHARED_DATA"):
-        return Path(os.environ["VANTAGE_SHARED_DATA"])
-    for parent in Path(__file__).resolve().parents[1:4]:
-        if (parent.parent / "shared" / "data").is_dir():
-            return parent.parent / "shared" / "data"
-    return Path(__file__).resolve().parents[2] / "shared" / "data"
+from shared_data import shared_data as _shared_data  # noqa: E402
 
 
 MVH = _shared_data() / "human-trials" / "model-vs-human"

@@ -11,18 +11,9 @@ from eval import stats
 from eval.humans import load_model_vs_human, mvh_image_id
 from eval.results import TRIAL_DTYPES, conform
 
-import os
 
 
-def _shared_data() -> Path:
-    """``$VANTAGE_SHARED_DATA``, else the nearest ``shared/data`` beside an ancestor of the repository (the
-    checkout may be a worktree one level deeper); a fresh clone has none and the tests that need it skip."""
-    if os.environ.get("VANTAGE_SHARED_DATA"):
-        return Path(os.environ["VANTAGE_SHARED_DATA"])
-    for parent in Path(__file__).resolve().parents[1:4]:
-        if (parent.parent / "shared" / "data").is_dir():
-            return parent.parent / "shared" / "data"
-    return Path(__file__).resolve().parents[2] / "shared" / "data"
+from shared_data import shared_data as _shared_data  # noqa: E402
 
 
 MVH = _shared_data() / "human-trials" / "model-vs-human"

@@ -20,7 +20,6 @@ unsharded build (tested). A merge run again after success finds the scenes in pl
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
 import re
@@ -52,11 +51,9 @@ def shard_scenes(cfg: BuildConfig, i: int, n: int) -> list[str]:
 
 
 def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    from render.files import sha256_file
+
+    return sha256_file(path)
 
 
 def _scene_files(folder: Path) -> list[Path]:
