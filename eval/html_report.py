@@ -138,11 +138,43 @@ def _versions() -> dict:
 
 
 def _mindset_tables(results: Path) -> dict[str, pd.DataFrame]:
-    out = {}
+    """The similarity distances and decoder predictions of a results folder, in the figure tables' columns
+    (:data:`eval.figures.data.SIMILARITY_COLUMNS`, ``DECODER_COLUMNS``) via :func:`mindset_figure_tables`."""
+    raw = {}
     for kind in ("similarity", "decoder"):
         parts = sorted((results / kind).glob("*.parquet")) if (results / kind).is_dir() else []
         if parts:
-            out[kind] = pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True)
+            raw[kind] = pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True)
+    return mindset_figure_tables(raw)
+
+
+def mindset_figure_tables(raw: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """Map the tables ``eval similarity`` and ``eval decoder`` write onto the figures' columns.
+
+    similarity (``eval/similarity.py``: model_id, layer, depth, comparison_level, distance, ...) ->
+    observer, layer, layer_depth, condition, distance; decoder predictions (``eval/decoders.py``: model_id,
+    feature, condition, target_value, prediction, correct, ...) -> observer, layer, condition, target,
+    prediction — regression rows only (a classification decoder's predictions are class names: its
+    accuracy is in the trial tables). Tables already in the figures' columns pass unchanged."""
+    out = {}
+    sim = raw.get("similarity")
+    if sim is not None and len(sim):
+        if "layer_depth" not in sim:
+            sim = sim.rename(columns={"depth": "layer_depth", "comparison_level": "condition"})
+        if "observer" not in sim and "model_id" in sim:
+            sim = sim.assign(observer=sim["model_id"].astype(str))
+        out["similarity"] = sim
+    dec = raw.get("decoder")
+    if dec is not None and len(dec):
+        if "target_value" in dec:
+            if "correct" in dec:
+                dec = dec[dec["correct"].isna()]
+            dec = dec.assign(observer=dec["model_id"].astype(str), layer=dec["feature"].astype(str),
+                             target=pd.to_numeric(dec["target_value"], errors="coerce"),
+                             prediction=pd.to_numeric(dec["prediction"], errors="coerce"))
+            dec = dec.dropna(subset=["target", "prediction"])
+        if len(dec):
+            out["decoder"] = dec
     return out
 
 

@@ -206,3 +206,25 @@ def test_demo_report_from_real_probe_runs_in_chromium(browser, tmp_path):
     finally:
         ctx.close()
     check_screenshot(shot, humans=False)
+
+
+def test_mindset_tables_from_the_methods_columns_feed_the_figures():
+    """The report reads what eval similarity / eval decoder write (their own column names) and the figure
+    summaries accept the mapped tables; a classification decoder's class-name predictions are left out."""
+    from eval.figures import data as D
+    from eval.html_report import mindset_figure_tables
+
+    sim = pd.DataFrame({"model_id": "timm:m", "layer": ["a", "a", "b", "b"], "layer_index": [0, 0, 1, 1],
+                        "depth": [0.0, 0.0, 1.0, 1.0], "comparison_level": ["near", "far", "near", "far"],
+                        "reference_level": "ref", "set": ["s0", "s0", "s0", "s0"], "repetition": 0,
+                        "distance": [0.1, 0.5, 0.2, 0.6]})
+    dec = pd.DataFrame({"model_id": "timm:m", "feature": ["pooled"] * 3, "condition": ["x", "x", "y"],
+                        "target": "length", "target_value": ["1.0", "2.0", "3.0"], "prediction": ["1.5", "2.5", "2.0"],
+                        "correct": pd.array([pd.NA, pd.NA, pd.NA], dtype="boolean")})
+    cls = dec.assign(prediction="big", correct=pd.array([True, False, True], dtype="boolean"))
+    out = mindset_figure_tables({"similarity": sim, "decoder": pd.concat([dec, cls], ignore_index=True)})
+    summ = D.similarity_summary(out["similarity"])
+    assert set(summ["condition"]) == {"near", "far"} and len(out["decoder"]) == 3
+    bias = D.decoder_bias(out["decoder"])
+    assert np.isclose(bias.loc[bias["condition"] == "y", "bias"].iloc[0], -1.0)
+    assert np.isclose(bias.loc[bias["condition"] == "x", "bias"].iloc[0], 0.5)
