@@ -409,9 +409,10 @@ def build_report(c: dict, tables: dict | None = None, trials: pd.DataFrame | Non
     if trials is None:
         trials = read_trials(res)
         if c.get("humans"):
-            from .report import _humans
+            from .humans import load_humans
 
-            trials = pd.concat([trials, _humans(c)], ignore_index=True)
+            humans = load_humans(c["humans"], c.get("humans_format", "model-vs-human"), c)
+            trials = pd.concat([trials, humans], ignore_index=True)
     if task is not None and (task / "annotations.parquet").is_file() and not trials.empty:
         trials = D.attach_conditions(trials, pd.read_parquet(task / "annotations.parquet", columns=None))
     zoo = None

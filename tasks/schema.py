@@ -39,3 +39,21 @@ def validate_config(cfg) -> None:
                 raise ConfigError(f"{f.name}={x!r} is not allowed; allowed values: {', '.join(map(str, choices))}")
             if rng is not None and not (rng[0] <= x <= rng[1]):
                 raise ConfigError(f"{f.name}={x!r} is out of range [{rng[0]}, {rng[1]}] ({f.metadata.get('help', '')})")
+
+
+def make_section(cls, values, name: str, hint: str = ""):
+    """``cls(**values)`` for the config section ``name`` (e.g. ``rules``): an unknown key or a bad value is a
+    :class:`ConfigError` that names the dotted key as the user typed it (``rules.n_rays=0 ...``)."""
+    values = dict(values or {})
+    known = [f.name for f in dataclasses.fields(cls)]
+    unknown = sorted(set(values) - set(known))
+    if unknown:
+        raise ConfigError(f"unknown config keys {[f'{name}.{k}' for k in unknown]}; known: {known}{hint}")
+    try:
+        return cls(**values)
+    except ConfigError as e:
+        msg = str(e)
+        first = msg.split("=", 1)[0]
+        raise ConfigError((f"{name}.{msg}" if first in known else f"{name}: {msg}") + hint) from None
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"{name}: {e}{hint}") from None

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..labels import LabelRules
 from ..placement import DESIGNS, PropStyle
-from ..schema import ConfigError
+from ..schema import ConfigError, make_section
 from .shortcuts import AuditConfig
 
 SPLITS = ("train", "val", "test", "strategy")
@@ -167,11 +167,8 @@ def config_from_dict(d: dict) -> BuildConfig:
     if isinstance(scenes, str):
         scenes = [s.strip() for s in scenes.split(",") if s.strip()]
     style = PropStyle(**{k: _tuple(v) for k, v in (d.pop("style", None) or {}).items()})
-    rules = LabelRules(**(d.pop("rules", None) or {}))
-    try:
-        audit = AuditConfig(**(d.pop("audit", None) or {}))
-    except (TypeError, ValueError) as e:
-        raise ConfigError(f"audit: {e} (see configs/audit/default.yaml)") from None
+    rules = make_section(LabelRules, d.pop("rules", None), "rules")
+    audit = make_section(AuditConfig, d.pop("audit", None), "audit", " (see configs/audit/default.yaml)")
     for k in ("ball_size_range", "observer_size_range"):
         if k in d:
             d[k] = _tuple(d[k])
