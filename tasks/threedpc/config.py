@@ -65,7 +65,7 @@ class BuildConfig:
     zoom_max: float = 3.0
     frame_margin: float = 0.08
     min_observer_height: float = 0.0625
-    min_ball_height: float = 0.03125
+    min_ball_height: float = 0.0390625
     placement_design: str = "matched"
     val_holdout: str = "scene"
     val_settings: int = 2
