@@ -266,3 +266,24 @@ def test_contact_sheet_cli(tiny, tmp_path):
     bad = subprocess.run([sys.executable, "-m", "tasks.threedpc.sheet", str(tmp_path / "nope"), "--out", str(out)],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.startswith("error:") and "Traceback" not in bad.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("category", ["bench", "car", "chair", "couch", "hydrant", "laptop", "motorcycle", "plant",
+                                      "suitcase", "umbrella"])
+def test_every_default_strategy_scene_has_a_grounded_sequence(tmp_path, category):
+    """The default build's VPT-Strategy scenes (catalogue instance 04) each admit a clear -> blocked -> clear
+    sequence under the aperture rule at the default settings (a slatted bench back once admitted none and the
+    full build failed), with half the steps blocked and the ball visible at both ends."""
+    import importlib
+
+    from scenes.load import load_scene
+    from tasks.threedpc.config import compose_config
+
+    build_mod = importlib.import_module("tasks.threedpc.build")
+    cfg = compose_config([f"out={tmp_path}"])
+    rows, info = build_mod.strategy_scene_rows(cfg, load_scene(f"{category}_04", seed=0), tmp_path / "t", tmp_path / "x")
+    labels = [int(r["vpt_label"]) for r in rows]
+    assert len(labels) == cfg.strategy_steps and sum(labels) == cfg.strategy_steps - cfg.strategy_steps // 2
+    assert labels[0] == labels[-1] == 1 and info["strategy_pattern"] == "".join(map(str, labels))
+    assert all(r["ball_height_px"] >= cfg.min_ball_height * cfg.size for r in rows)

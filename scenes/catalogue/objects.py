@@ -96,9 +96,11 @@ def bench(rng):
         y = -depth / 2 + (i + 0.5) * depth / n_slats
         parts.append(Part(box([length, depth / n_slats * 0.85, 0.04], [0, y, seat_h]), wood, name="seat"))
     back_tilt = rot(rng.uniform(8, 18), [1, 0, 0])
+    # three back boards edge to edge (0.145 m tall, 0.14 m apart): a closed backrest, so a ball behind it is
+    # hidden from the whole lens aperture (with gaps it is only ever 'partial' and no VPT-Strategy path exists)
     for i in range(3):
         z = seat_h + 0.12 + i * 0.14
-        parts.append(Part(box([length, 0.04, 0.1], [0, 0, 0], back_tilt).apply_translation([0, depth / 2 + 0.02 + (z - seat_h) * 0.2, z]), wood, name="back"))
+        parts.append(Part(box([length, 0.04, 0.145], [0, 0, 0], back_tilt).apply_translation([0, depth / 2 + 0.02 + (z - seat_h) * 0.2, z]), wood, name="back"))
     for sx in (-1, 1):
         x = sx * (length / 2 - 0.1)
         parts.append(Part(box([0.06, 0.06, seat_h], [x, -depth / 2 + 0.05, seat_h / 2]), iron, name="leg"))
