@@ -167,6 +167,19 @@ def test_same_different_shapes_identical_iff_same(tmp_path):
     assert len(colours) > 1
 
 
+def test_same_pairs_sampled_once_equal_the_plain_twin():
+    from tasks.stimuli.mindset.shapes_same_different import _render
+
+    gen = get_generator("mindset/same_different")
+    for params in ({"samples": 4}, {"samples": 3, "shape_size": 23.5, "line_width": 1.3, "canvas_size": 80},
+                   {"samples": 2, "antialias": False}):
+        cfg = make_config(gen, params)
+        items = [it for it in gen.items(cfg, 5) if it.params["same"]]
+        assert len(items) == 10 * params["samples"]
+        for it in items:
+            assert np.array_equal(_render(cfg, it)[0], _render(cfg, it, reuse=False)[0]), it.item_id
+
+
 def test_embedded_figure_contains_its_polygon_and_more(tmp_path):
     out, df = _gen(tmp_path, "embedded_figures", samples=3)
     assert len(df) == 5 * 3 * 2 and sorted(df.polygon_id.unique()) == [0, 1, 2, 3, 4]
