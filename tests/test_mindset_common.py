@@ -207,7 +207,8 @@ def test_polygon_grid_equals_its_rowwise_twin():
 
 def test_cached_text_coverage_equals_the_plain_twin():
     rng = np.random.default_rng(3)
-    cases = [("Hg", 40, "DejaVuSans", 0.0, True), (" ", 12, "DejaVuSans", 30.0, True), ("ab", 30, "DejaVuSerif", 0, False)]
+    cases = [("Hg", 40, "DejaVuSans", 0.0, True), (" ", 12, "DejaVuSans", 30.0, True),
+             ("ab", 30, "DejaVuSerif", 0, False)]
     cases += [(str(rng.choice(list("aZ0q8Wi"))), int(rng.integers(4, 41)), "DejaVuSans", float(rng.uniform(-180, 180)),
                bool(rng.integers(2))) for _ in range(60)]
     for c in cases:

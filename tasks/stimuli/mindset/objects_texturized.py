@@ -172,7 +172,8 @@ def butt_segments_coverage(p0: np.ndarray, p1: np.ndarray, width: float, size: i
     return covs, boxes
 
 
-def texture_alpha_reference(cfg, size: int, rng: np.random.Generator, where: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
+def texture_alpha_reference(cfg, size: int, rng: np.random.Generator,
+                            where: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
     """Plain twin of :func:`texture_alpha`: every counted element rendered (tests compare the two where
     ``where > 0``)."""
     tex = np.zeros((size, size), np.float32)
