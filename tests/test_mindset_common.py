@@ -161,3 +161,56 @@ def test_cli_lists_and_generates_mindset(tmp_path):
                         "canvas_size=5000"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "canvas_size=5000 is out of range [32, 2048]" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_fast_canvas_and_rounding_equal_their_plain_twins():
+    for size, rgb in [(16, (10, 20, 30)), ((7, 13), 0), ((5, 3), (255, 0, 128)), (224, np.array([1, 2, 3]))]:
+        a, b = C.new_canvas(size, rgb), C.new_canvas_reference(size, rgb)
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+    img = np.random.default_rng(0).uniform(-20, 280, (31, 17, 3)).astype(np.float32)
+    img[0, :4, 0] = [0.5, 1.5, 254.5, 255.49]  # half-way cases
+    assert np.array_equal(C.to_uint8(img), C.to_uint8_reference(img))
+    assert np.array_equal(C.to_uint8(img.astype(np.float64)), C.to_uint8_reference(img.astype(np.float64)))
+
+
+def test_translated_union_samples_part_by_part_like_the_moved_whole():
+    """``translate`` keeps a union's parts (each sampled over its own box): the same coverage as sampling the
+    moved whole over its whole box (a Shape without parts), bit for bit, also when moved twice."""
+    rng = np.random.default_rng(1)
+    for trial in range(12):
+        pts = rng.uniform(-20, 20, (int(rng.integers(2, 12)), 2))
+        width = float(rng.uniform(0.5, 5))
+        s = C.union(C.polyline(pts, width, closed=bool(trial % 2)), C.disc(3, -4, 2.5),
+                    C.segment((-9, 2), (9, 7), 1.5, "butt"))
+        dx, dy = (int(v) for v in rng.integers(-5, 70, 2))
+        moved = C.translate(s, dx, dy) if trial % 3 else C.translate(C.translate(s, 2.25, -1.5), dx, dy)
+        assert moved.parts
+        whole = C.Shape(moved.bbox, moved.inside)
+        for aa in (True, False):
+            a, oa = C.coverage(moved, 64, aa)
+            b, ob = C.coverage(whole, 64, aa)
+            assert oa == ob and np.array_equal(a, b)
+
+
+def test_polygon_grid_equals_its_rowwise_twin():
+    rng = np.random.default_rng(2)
+    polys = [C.regular_polygon(15, 16, 12, 5, 10), np.array([(3, 3), (28, 9), (6, 27), (26, 26), (15, 2)], float),
+             np.array([(2, 2), (30, 2), (30, 9), (2, 9)], float)]  # horizontal edges
+    polys += [rng.uniform(0, 32, (int(rng.integers(3, 40)), 2)) for _ in range(8)]
+    off = (np.arange(C.SUPERSAMPLE) + 0.5) / C.SUPERSAMPLE
+    g = (np.arange(-2, 34)[:, None] + off).ravel()
+    for p in polys:
+        xs, ys = p[:, 0], p[:, 1]
+        args = (xs, ys, np.roll(xs, -1), np.roll(ys, -1), g, g[::-1].copy())
+        assert np.array_equal(C._polygon_grid(*args), C._polygon_grid_rowwise(*args))
+
+
+def test_cached_text_coverage_equals_the_plain_twin():
+    rng = np.random.default_rng(3)
+    cases = [("Hg", 40, "DejaVuSans", 0.0, True), (" ", 12, "DejaVuSans", 30.0, True),
+             ("ab", 30, "DejaVuSerif", 0, False)]
+    cases += [(str(rng.choice(list("aZ0q8Wi"))), int(rng.integers(4, 41)), "DejaVuSans", float(rng.uniform(-180, 180)),
+               bool(rng.integers(2))) for _ in range(60)]
+    for c in cases:
+        for _ in range(2):  # the second call hits the cache
+            assert np.array_equal(C.text_coverage(*c), C.text_coverage_reference(*c)), c

@@ -167,6 +167,19 @@ def test_same_different_shapes_identical_iff_same(tmp_path):
     assert len(colours) > 1
 
 
+def test_same_pairs_sampled_once_equal_the_plain_twin():
+    from tasks.stimuli.mindset.shapes_same_different import _render
+
+    gen = get_generator("mindset/same_different")
+    for params in ({"samples": 4}, {"samples": 3, "shape_size": 23.5, "line_width": 1.3, "canvas_size": 80},
+                   {"samples": 2, "antialias": False}):
+        cfg = make_config(gen, params)
+        items = [it for it in gen.items(cfg, 5) if it.params["same"]]
+        assert len(items) == 10 * params["samples"]
+        for it in items:
+            assert np.array_equal(_render(cfg, it)[0], _render(cfg, it, reuse=False)[0]), it.item_id
+
+
 def test_embedded_figure_contains_its_polygon_and_more(tmp_path):
     out, df = _gen(tmp_path, "embedded_figures", samples=3)
     assert len(df) == 5 * 3 * 2 and sorted(df.polygon_id.unique()) == [0, 1, 2, 3, 4]
@@ -195,6 +208,43 @@ def test_texture_fills_the_shape_and_nothing_else(tmp_path, texture):
         assert len(blocks) > 5
         assert np.mean([ink[i:i + 12, j:j + 12].max() > 0.5 for i, j in blocks]) > 0.95
         assert 0.1 < ink[inside].mean() < 0.7, "a texture, not a fill"
+
+
+@pytest.mark.parametrize("texture", ["characters", "lines"])
+def test_fast_texture_equals_its_plain_twin_inside_the_shape(texture):
+    """``texture_alpha`` renders only the elements that meet the shape (lines: in array passes); the plain
+    twin renders every counted element one by one. Equal wherever the shape is, and the same annotations."""
+    from tasks.stimuli.mindset.objects_texturized import (TexturizedConfig, blob_points, texture_alpha,
+                                                          texture_alpha_reference)
+
+    cfg = TexturizedConfig(texture=texture, line_length=9.0, texture_width=2.5)
+    size = 96
+    for k, where in enumerate([C.coverage(C.polygon(blob_points(k, k, 60, 40)), size)[0] for k in range(3)]):
+        full = np.zeros((size, size), np.float32)
+        full[:where.shape[0], :where.shape[1]] = where  # a blob near the top-left corner (elements fall off)
+        for w in (full, None):
+            a, ea = texture_alpha(cfg, size, C.item_rng(k, "t"), w)
+            b, eb = texture_alpha_reference(cfg, size, C.item_rng(k, "t"), w)
+            assert ea == eb
+            m = np.ones_like(full) if w is None else full
+            assert np.array_equal(a * m, b * m) and (a * m).sum() > 10
+
+
+def test_batched_butt_segments_equal_coverage_of_each_segment():
+    from tasks.stimuli.mindset.objects_texturized import butt_segments_coverage
+
+    rng = np.random.default_rng(4)
+    p0 = rng.uniform(-8, 72, (60, 2))
+    p1 = p0 + rng.uniform(-15, 15, (60, 2))
+    p1[3] = p0[3]  # zero length
+    for width in (0.7, 1.5, 4.0):
+        covs, boxes = butt_segments_coverage(p0, p1, width, 64)
+        for a, b, cov, box in zip(p0, p1, covs, boxes):
+            ref, (r0, c0) = C.coverage(C.segment(a, b, width, "butt"), 64)
+            if ref.size == 0:
+                assert box[1] <= box[0] or box[3] <= box[2]
+                continue
+            assert box[0] == r0 and box[2] == c0 and np.array_equal(cov, ref)
 
 
 def test_texturized_blobs_share_their_blob(tmp_path):

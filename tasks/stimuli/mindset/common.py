@@ -163,12 +163,30 @@ def new_canvas(size: int | tuple[int, int], rgb) -> np.ndarray:
     """float32 [H, W, 3] filled with ``rgb`` (0-255). ``size`` is an int (square) or (height, width)."""
     h, w = (size, size) if isinstance(size, (int, np.integer)) else size
     img = np.empty((h, w, 3), np.float32)
+    # filled row by row from one tiled row: the same values as ``img[:] = rgb`` (new_canvas_reference),
+    # without numpy's slow broadcast over a last axis of 3
+    img.reshape(h, w * 3)[:] = np.tile(np.broadcast_to(np.asarray(rgb, np.float32), (3,)), w)
+    return img
+
+
+def new_canvas_reference(size: int | tuple[int, int], rgb) -> np.ndarray:
+    """Plain twin of :func:`new_canvas` (tests compare them)."""
+    h, w = (size, size) if isinstance(size, (int, np.integer)) else size
+    img = np.empty((h, w, 3), np.float32)
     img[:] = np.asarray(rgb, np.float32)
     return img
 
 
 def to_uint8(img: np.ndarray) -> np.ndarray:
     """A float canvas (0-255) as uint8, rounded half up (exact for integer colours)."""
+    out = img + 0.5  # the reference's arithmetic, in one buffer instead of three
+    np.floor(out, out=out)
+    np.clip(out, 0, 255, out=out)
+    return out.astype(np.uint8)
+
+
+def to_uint8_reference(img: np.ndarray) -> np.ndarray:
+    """Plain twin of :func:`to_uint8`."""
     return np.clip(np.floor(img + 0.5), 0, 255).astype(np.uint8)
 
 
@@ -227,18 +245,19 @@ def segment(p0, p1, width: float, cap: str = "butt") -> Shape:
     ext = h if cap in ("round", "square") else 0.0
     pad = h + ext
 
+    ux, uy = (dx / length, dy / length) if length else (0.0, 0.0)
+    lo, hi = (-ext, length + ext)
+
     def inside(x, y):
         if length == 0:
             if cap == "round":
                 return (x - ax) ** 2 + (y - ay) ** 2 <= h * h
             return np.zeros(np.broadcast_shapes(np.shape(x), np.shape(y)), bool)
-        ux, uy = dx / length, dy / length
         t = (x - ax) * ux + (y - ay) * uy  # along the segment, px from p0
         n = (x - ax) * -uy + (y - ay) * ux  # across
         if cap == "round":
             tc = np.clip(t, 0.0, length)
             return (t - tc) ** 2 + n * n <= h * h
-        lo, hi = (-ext, length + ext)
         return (t >= lo) & (t <= hi) & (np.abs(n) <= h)
 
     return Shape((min(ax, bx) - pad, min(ay, by) - pad, max(ax, bx) + pad, max(ay, by) + pad), inside)
@@ -280,6 +299,28 @@ def _polygon_grid(xs, ys, xe, ye, gx, gy) -> np.ndarray:
     """Even-odd inside test on the grid gx (columns) × gy (rows) by scanlines: per row, the edges' crossing
     abscissae sorted once; a sample is inside when an odd number of them lie strictly to its right (the same
     rule and arithmetic as the point-by-point loop, O(rows × edges + samples) instead of O(samples × edges))."""
+    flat = ys == ye
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cross = (ys[None, :] > gy[:, None]) != (ye[None, :] > gy[:, None])
+        cross &= ~flat[None, :]
+        xc = xs[None, :] + (gy[:, None] - ys[None, :]) * (xe - xs)[None, :] / (ye - ys)[None, :]
+    xc = np.where(cross, xc, np.inf)
+    n_fin = cross.sum(1)
+    m = int(n_fin.max()) if len(n_fin) else 0
+    if m == 0:
+        return np.zeros((len(gy), len(gx)), bool)
+    # the finite crossings of each row first (few: a row meets few edges), the rest +inf
+    xc = np.sort(xc, axis=1)[:, :m]
+    out = np.empty((len(gy), len(gx)), bool)
+    step = max(1, (1 << 22) // (m * len(gx)))
+    for r in range(0, len(gy), step):  # crossings strictly right of each sample, rows in blocks
+        right = (xc[r:r + step, :, None] > gx[None, None, :]).sum(1) - (m - n_fin[r:r + step])[:, None]
+        out[r:r + step] = right % 2 == 1
+    return out
+
+
+def _polygon_grid_rowwise(xs, ys, xe, ye, gx, gy) -> np.ndarray:
+    """Plain twin of :func:`_polygon_grid`'s counting step: one ``searchsorted`` per row (tests compare)."""
     flat = ys == ye
     with np.errstate(divide="ignore", invalid="ignore"):
         cross = (ys[None, :] > gy[:, None]) != (ye[None, :] > gy[:, None])
@@ -335,8 +376,21 @@ def intersection(a: Shape, b: Shape) -> Shape:
 
 
 def translate(s: Shape, dx: float, dy: float) -> Shape:
+    """``s`` moved by (dx, dy). A union stays a union of moved parts, so :func:`coverage` still samples each
+    part over its own box only (the same samples and arithmetic as the moved whole)."""
     x0, y0, x1, y1 = s.bbox
-    return Shape((x0 + dx, y0 + dy, x1 + dx, y1 + dy), lambda x, y: s.inside(x - dx, y - dy))
+    parts = tuple(translate(p, dx, dy) for p in s.parts)
+    return Shape((x0 + dx, y0 + dy, x1 + dx, y1 + dy), lambda x, y: s.inside(x - dx, y - dy), parts)
+
+
+def coverage_box(shape: Shape, size: int | tuple[int, int]) -> tuple[int, int, int, int]:
+    """Rows [r0, r1) and columns [c0, c1) of the pixels :func:`coverage` samples for ``shape`` (those that
+    meet its box, clipped to the image); empty when r1 <= r0 or c1 <= c0."""
+    H, W = (size, size) if isinstance(size, (int, np.integer)) else size
+    x0, y0, x1, y1 = shape.bbox
+    c0, r0 = max(int(np.floor(x0)), 0), max(int(np.floor(y0)), 0)
+    c1, r1 = min(int(np.floor(x1)) + 1, W), min(int(np.floor(y1)) + 1, H)
+    return r0, r1, c0, c1
 
 
 def coverage(shape: Shape, size: int | tuple[int, int], antialias: bool = True,
@@ -344,10 +398,7 @@ def coverage(shape: Shape, size: int | tuple[int, int], antialias: bool = True,
     """The fraction of each pixel inside ``shape``: float32 [h, w] in [0, 1] over the pixels that meet its
     bounding box (clipped to the image), and that block's (row, column) origin. ``antialias`` samples a
     k × k grid of sub-pixel centres; without it each pixel is in or out by its centre (binary)."""
-    H, W = (size, size) if isinstance(size, (int, np.integer)) else size
-    x0, y0, x1, y1 = shape.bbox
-    c0, r0 = max(int(np.floor(x0)), 0), max(int(np.floor(y0)), 0)
-    c1, r1 = min(int(np.floor(x1)) + 1, W), min(int(np.floor(y1)) + 1, H)
+    r0, r1, c0, c1 = coverage_box(shape, size)
     if c1 <= c0 or r1 <= r0:
         return np.zeros((0, 0), np.float32), (0, 0)
     k = k if antialias else 1
@@ -421,6 +472,39 @@ def text_coverage(text: str, size_px: int, font: str = "DejaVuSans", rotation_de
     """Coverage (float32 [h, w] in [0, 1]) of ``text`` set at ``size_px`` pixels (the font's em size),
     tightly cropped; rotated counter-clockwise by ``rotation_deg`` about its centre (bilinear). Place it
     with :func:`paint_coverage`. Glyph coverage is FreeType's (PIL); ``antialias=False`` thresholds at 0.5."""
+    from PIL import Image
+
+    im = _text_image(text, font, int(size_px))  # cached: a texture sets the same glyphs hundreds of times
+    if rotation_deg:
+        im = im.rotate(rotation_deg, resample=Image.Resampling.BILINEAR, expand=True)
+    box = im.getbbox()  # the non-zero pixels' bounding box (None when blank)
+    if box:
+        im = im.crop(box)
+    cov = np.asarray(im, np.float32) / 255.0
+    return cov if antialias else (cov >= 0.5).astype(np.float32)
+
+
+@functools.lru_cache(maxsize=4096)
+def _text_image(text: str, font: str, size_px: int):
+    """``text`` set at ``size_px`` on a black "L" image with a 2 px margin (never modified by callers)."""
+    from PIL import Image, ImageDraw
+
+    f = _font(font, size_px)
+    x0, y0, x1, y1 = f.getbbox(text)
+    im = Image.new("L", (max(x1 - x0, 1) + 4, max(y1 - y0, 1) + 4), 0)
+    ImageDraw.Draw(im).text((2 - x0, 2 - y0), text, fill=255, font=f)
+    return im
+
+
+def text_image_size(text: str, size_px: int, font: str = "DejaVuSans") -> tuple[int, int]:
+    """(width, height) of the unturned image :func:`text_coverage` sets ``text`` in (before cropping); turned
+    by any angle and cropped, the coverage fits in a square of side width + height + 2 about its centre."""
+    return _text_image(text, font, int(size_px)).size
+
+
+def text_coverage_reference(text: str, size_px: int, font: str = "DejaVuSans", rotation_deg: float = 0.0,
+                            antialias: bool = True) -> np.ndarray:
+    """Plain twin of :func:`text_coverage` (no cache; crop by ``argwhere``); tests compare them."""
     from PIL import Image, ImageDraw
 
     f = _font(font, int(size_px))

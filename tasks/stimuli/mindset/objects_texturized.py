@@ -22,8 +22,9 @@ import numpy as np
 
 from ..registry import ConfigError, Item, field
 from ._objects import ObjectsConfig, compose, library_categories, object_alpha
-from .common import (MindsetConfig, background_params, background_rgb, check_order, check_rgb, coverage, item_rng,
-                     new_canvas, paint_coverage, polygon, register_mindset, segment, text_coverage, to_uint8)
+from .common import (SUPERSAMPLE, MindsetConfig, background_params, background_rgb, check_order, check_rgb, coverage,
+                     coverage_box, item_rng, new_canvas, paint_coverage, polygon, register_mindset, segment,
+                     text_coverage, text_image_size, to_uint8)
 from .objects_drawings import REFERENCE, object_items
 
 CHARACTERS = string.ascii_letters + string.digits
@@ -41,9 +42,140 @@ class TextureFields:
 
 
 def texture_alpha(cfg, size: int, rng: np.random.Generator, where: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
-    """A texture over the whole ``size``² canvas (float32 coverage) and its annotation columns. Elements
-    whose box misses the bounding box of ``where > 0`` (the shape it will fill) are drawn from ``rng`` but not
-    rendered: the same texture, made faster."""
+    """A texture over the ``size``² canvas (float32 coverage) and its annotation columns. Elements whose box
+    misses the bounding box of ``where > 0`` (the shape it will fill) are drawn from ``rng`` but neither
+    rendered nor counted; elements that meet that box but not the shape itself are counted but not rendered
+    (they would be multiplied by 0): so the texture is exact wherever ``where > 0`` and may be blank
+    elsewhere. :func:`texture_alpha_reference` renders every counted element (tests compare the two)."""
+    tex = np.zeros((size, size), np.float32)
+    if where is not None and (where > 0).any():
+        occ = where > 0
+        rows, cols = np.nonzero(occ)
+        box = (rows.min(), rows.max() + 1, cols.min(), cols.max() + 1)
+        sat = np.zeros((size + 1, size + 1), np.int64)  # summed-area table of the shape's pixels
+        sat[1:, 1:] = occ.cumsum(0).cumsum(1)
+    else:
+        box, sat = (0, size, 0, size), None
+
+    def misses(ya, yb, xa, xb) -> bool:
+        """No shape pixel in rows [ya, yb) × columns [xa, xb) (clipped to the canvas)."""
+        if sat is None:
+            return False
+        ya, yb = min(max(int(np.floor(ya)), 0), size), min(max(int(np.ceil(yb)), 0), size)
+        xa, xb = min(max(int(np.floor(xa)), 0), size), min(max(int(np.ceil(xb)), 0), size)
+        if yb <= ya or xb <= xa:
+            return True
+        return sat[yb, xb] - sat[ya, xb] - sat[yb, xa] + sat[ya, xa] == 0
+
+    if cfg.texture == "characters":
+        step = (cfg.font_min + cfg.font_max) / 2 * 0.9
+        n = 0
+        for y in np.arange(-step / 2, size + step, step):
+            for x in np.arange(-step / 2, size + step, step):
+                ch = CHARACTERS[int(rng.integers(len(CHARACTERS)))]
+                font = int(rng.integers(cfg.font_min, cfg.font_max + 1))
+                turn = float(rng.uniform(-cfg.max_rotation, cfg.max_rotation))
+                cx, cy = x + rng.uniform(-step / 4, step / 4), y + rng.uniform(-step / 4, step / 4)
+                reach = font * 1.5  # a turned glyph's half-diagonal is below 1.5 em
+                if cy + reach < box[0] or cy - reach > box[1] or cx + reach < box[2] or cx - reach > box[3]:
+                    continue
+                # the turned, cropped glyph's block lies within m px of its centre: half of its unturned
+                # image's width + height (the turned box's extent), + 0.5 for the placement's rounding and
+                # + 2.5 to spare (measured: every glyph, 4-120 px, any angle, fits with >= 1 px left over)
+                w0, h0 = text_image_size(ch, font, "DejaVuSans")
+                m = (w0 + h0) / 2 + 3
+                if 0 < cx < size and 0 < cy < size and misses(cy - m, cy + m, cx - m, cx + m):
+                    n += 1  # its block meets the canvas (it holds the centre), but no pixel of the shape
+                    continue
+                cov = text_coverage(ch, font, "DejaVuSans", turn)
+                h, w = cov.shape
+                r0, c0 = int(round(cy - h / 2)), int(round(cx - w / 2))
+                rs, cs, re_, ce = max(r0, 0), max(c0, 0), min(r0 + h, size), min(c0 + w, size)
+                if re_ > rs and ce > cs:
+                    block = tex[rs:re_, cs:ce]
+                    np.maximum(block, cov[rs - r0:re_ - r0, cs - c0:ce - c0], out=block)
+                    n += 1
+        return tex, {"texture": "characters", "n_elements": n}
+    slope = float(rng.uniform(0, 180))
+    d = np.array([np.cos(np.radians(slope)), np.sin(np.radians(slope))]) * cfg.line_length / 2
+    s = cfg.line_spacing
+    centres = []
+    for y in np.arange(s / 2, size, s):
+        for x in np.arange(s / 2, size, s):
+            c = np.array([x, y]) + rng.uniform(-s / 4, s / 4, 2)
+            reach = cfg.line_length / 2 + cfg.texture_width
+            if c[1] + reach < box[0] or c[1] - reach > box[1] or c[0] + reach < box[2] or c[0] - reach > box[3]:
+                continue
+            centres.append(c)
+    n = 0
+    if centres:
+        cs = np.array(centres)
+        covs, boxes = butt_segments_coverage(cs - d, cs + d, cfg.texture_width, size,
+                                             lambda r0, r1, c0, c1: misses(r0, r1, c0, c1))
+        for cov, (r0, r1, c0, c1) in zip(covs, boxes):
+            if r1 <= r0 or c1 <= c0:
+                continue
+            n += 1
+            if cov is not None:
+                block = tex[r0:r1, c0:c1]
+                np.maximum(block, cov, out=block)
+    return tex, {"texture": "lines", "n_elements": n, "line_slope_deg": round(slope, 4)}
+
+
+_BATCH_SAMPLES = 1 << 21
+
+
+def butt_segments_coverage(p0: np.ndarray, p1: np.ndarray, width: float, size: int, skip=None):
+    """Coverage of many butt-capped segments ``p0[i] -> p1[i]`` ([m, 2] x, y) of one ``width``: for each, its
+    :func:`coverage` block and (r0, r1, c0, c1), computed in array passes over all of them with the very
+    samples and arithmetic of ``coverage(segment(p0[i], p1[i], width, "butt"), size)`` (tests compare). A
+    block is ``None`` when ``skip(r0, r1, c0, c1)`` says it is not needed."""
+    k = SUPERSAMPLE
+    ax, ay, bx, by = p0[:, 0], p0[:, 1], p1[:, 0], p1[:, 1]
+    dx, dy = bx - ax, by - ay
+    length = np.hypot(dx, dy)
+    h = width / 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ux, uy = dx / length, dy / length
+    ux, uy = np.where(length > 0, ux, 0.0), np.where(length > 0, uy, 0.0)
+    c0 = np.maximum(np.floor(np.minimum(ax, bx) - h).astype(int), 0)
+    r0 = np.maximum(np.floor(np.minimum(ay, by) - h).astype(int), 0)
+    c1 = np.minimum(np.floor(np.maximum(ax, bx) + h).astype(int) + 1, size)
+    r1 = np.minimum(np.floor(np.maximum(ay, by) + h).astype(int) + 1, size)
+    boxes = list(zip(r0.tolist(), r1.tolist(), c0.tolist(), c1.tolist()))
+    covs = [None] * len(boxes)
+    todo = [i for i, (a, b, c, e) in enumerate(boxes) if b > a and e > c and length[i] > 0
+            and not (skip and skip(a, b, c, e))]
+    for i, (a, b, c, e) in enumerate(boxes):  # a zero-length butt segment covers nothing
+        if b > a and e > c and length[i] == 0 and not (skip and skip(a, b, c, e)):
+            covs[i] = np.zeros((b - a, e - c), np.float32)
+    if not todo:
+        return covs, boxes
+    H = int(max(r1[i] - r0[i] for i in todo))
+    W = int(max(c1[i] - c0[i] for i in todo))
+    off = (np.arange(k) + 0.5) / k
+    jx, jy = np.arange(W * k), np.arange(H * k)
+    per = max(1, _BATCH_SAMPLES // (H * W * k * k))
+    for start in range(0, len(todo), per):
+        idx = np.array(todo[start:start + per])
+        x = ((c0[idx, None] + jx // k) + off[jx % k])[:, None, :]
+        y = ((r0[idx, None] + jy // k) + off[jy % k])[:, :, None]
+        ax_, ay_ = ax[idx, None, None], ay[idx, None, None]
+        ux_, uy_ = ux[idx, None, None], uy[idx, None, None]
+        t = (x - ax_) * ux_ + (y - ay_) * uy_
+        nn = (x - ax_) * -uy_ + (y - ay_) * ux_
+        inside = (t >= -0.0) & (t <= length[idx, None, None] + 0.0) & (np.abs(nn) <= h)
+        cov = inside.reshape(len(idx), H, k, W, k).mean(axis=(2, 4), dtype=np.float32)
+        for j, i in enumerate(idx):
+            a, b, c, e = boxes[i]
+            covs[i] = cov[j, :b - a, :e - c]
+    return covs, boxes
+
+
+def texture_alpha_reference(cfg, size: int, rng: np.random.Generator,
+                            where: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
+    """Plain twin of :func:`texture_alpha`: every counted element rendered (tests compare the two where
+    ``where > 0``)."""
     tex = np.zeros((size, size), np.float32)
     if where is not None and (where > 0).any():
         rows, cols = np.nonzero(where > 0)

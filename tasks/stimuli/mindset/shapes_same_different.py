@@ -29,8 +29,9 @@ import math
 import numpy as np
 
 from ..registry import ConfigError, Item, field
-from .common import (MindsetConfig, background_params, background_rgb, check_rgb, item_rng, new_canvas, paint,
-                     polygon, polyline, register_mindset, rgb_columns, segment, to_uint8, translate)
+from .common import (MindsetConfig, background_params, background_rgb, check_rgb, coverage, item_rng, new_canvas,
+                     paint, paint_coverage, polygon, polyline, register_mindset, rgb_columns, segment, to_uint8,
+                     translate)
 
 TYPES = ("regular", "irregular", "open", "wider_line", "rnd_color", "filled", "open_squares", "rectangles",
          "straight_lines", "closed_squares")
@@ -117,15 +118,17 @@ def _shapes(cfg: SameDiffConfig, p: dict) -> tuple[dict, dict]:
             return first, second
 
 
-def _draw(img, spec: dict, cx: int, cy: int, rgb, antialias: bool) -> None:
+def _shape(spec: dict):
     pts, w = spec["points"], spec["width"]
     if spec["style"] == "filled":
-        shape = polygon(pts)
-    elif spec["style"] == "segment":
-        shape = segment(pts[0], pts[1], w, "round")
-    else:
-        shape = polyline(pts, w, closed=spec["style"] == "outline")
-    paint(img, translate(shape, cx, cy), rgb, antialias)
+        return polygon(pts)
+    if spec["style"] == "segment":
+        return segment(pts[0], pts[1], w, "round")
+    return polyline(pts, w, closed=spec["style"] == "outline")
+
+
+def _draw(img, spec: dict, cx: int, cy: int, rgb, antialias: bool) -> None:
+    paint(img, translate(_shape(spec), cx, cy), rgb, antialias)
 
 
 def _items(cfg: SameDiffConfig, seed: int):
@@ -146,11 +149,24 @@ def _items(cfg: SameDiffConfig, seed: int):
                             **rgb_columns("shape", colour), **background_params(cfg, rng), "_seed": int(seed)})
 
 
-def _render(cfg: SameDiffConfig, item):
+def _render(cfg: SameDiffConfig, item, reuse: bool = True):
+    """The two shapes painted at their centres. A ``same`` pair is sampled once: moved by whole pixels, a shape
+    meets the same sub-pixel samples (exact in binary) with the same arithmetic, so its coverage block is the
+    same (``reuse=False`` samples both, the plain twin; tests compare)."""
     p = item.params
     a, b = _shapes(cfg, p)
     img = new_canvas(cfg.canvas_size, background_rgb(p))
     rgb = (p["shape_r"], p["shape_g"], p["shape_b"])
+    if reuse and p["same"]:
+        size = cfg.canvas_size
+        cov, (r0, c0) = coverage(translate(_shape(a), p["x1"], p["y1"]), size, cfg.antialias)
+        r2, c2 = r0 + p["y2"] - p["y1"], c0 + p["x2"] - p["x1"]
+        h, w = cov.shape
+        # both blocks whole (not clipped by the canvas), so the second is the first moved by whole pixels
+        if cov.size and min(r0, c0, r2, c2) > 0 and max(r0, r2) + h < size and max(c0, c2) + w < size:
+            paint_coverage(img, cov, (r0, c0), rgb)
+            paint_coverage(img, cov, (r2, c2), rgb)
+            return to_uint8(img), {}
     _draw(img, a, p["x1"], p["y1"], rgb, cfg.antialias)
     _draw(img, b, p["x2"], p["y2"], rgb, cfg.antialias)
     return to_uint8(img), {}
