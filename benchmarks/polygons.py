@@ -14,9 +14,12 @@ as the original.
 Vantage = ``write_dataset("degraded_polygons", preset=paper)`` (the same OpenCV-like 3-px stroke), with
 1 and with ``--workers`` processes; its table, config and manifest included.
 
-Each comparison is made on a disk (``./out``) and in a RAM file system (``/dev/shm``): on a shared VM the
-kernel's cost of creating a file varies more than tenfold from minute to minute and is the same for both
-programs, so the RAM run shows the programs' own speed and the disk run what a user waits for.
+Each comparison is made on a disk (``./out``) and in a RAM file system (``/dev/shm``): the RAM run shows the
+programs' own speed, the disk run what a user waits for. On ext4 without a journal, creating a file scans the
+inodes freed in the last 1-6 minutes (~0.5 ms per file after a 12k-file deletion), so every run's output is
+kept until the end (deleting one run's files would slow the next), and the cost of creating a file is probed
+before and after the runs and printed. An untimed warm-up run of each program comes first (Numba's kernel
+cache, the libraries in the page cache).
 
 Every run is a fresh Python process timed from the outside, start-up and imports included (the fixed
 per-run cost is part of what a user waits for). CPU time is that process's and all its reaped
