@@ -381,7 +381,7 @@ def test_paper_preset_selects_the_release_stroke(tmp_path):
         write_dataset("degraded_polygons", tmp_path / "q", {"preset": "nope"}, progress=False)
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="fork and fork server are POSIX start methods")
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers are forked from the writer on Linux only")
 def test_worker_start_methods_give_the_same_dataset(tmp_path):
     """Workers are forked from the writer when it runs no other thread (they inherit its loaded kernels),
     else from the fork server; both give the bytes of a one-process run."""

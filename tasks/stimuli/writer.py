@@ -125,10 +125,10 @@ def _table(rows):
 def _pool_context(module: str, warm=None):
     """Worker processes, started as cheaply as is safe:
 
-    * ``fork`` of this process when it runs no other thread and has loaded no library that keeps native
-      threads (pyarrow: the rows files and tables are written here, after the workers have started) —
-      ``warm()`` is called first (the generator's first image: its compiled kernels are loaded once, here,
-      and every worker inherits them), so a worker costs no import at all;
+    * ``fork`` of this process (Linux) when it runs no other thread and has loaded no library that keeps
+      native threads (pyarrow: the rows files and tables are written here, after the workers have
+      started) — ``warm()`` is called first (the generator's first image: its compiled kernels are loaded
+      once, here, and every worker inherits them), so a worker costs no import at all;
     * otherwise forked from a fork server that imported the writer and the generator's module once (NumPy,
       the generator's compiled kernels), so N workers cost one import instead of N;
     * plain ``spawn`` where there is neither (Windows)."""
@@ -137,7 +137,9 @@ def _pool_context(module: str, warm=None):
     import threading
 
     methods = mp.get_all_start_methods()
-    if "fork" in methods and threading.active_count() == 1 and "pyarrow" not in sys.modules:
+    # Linux only: on macOS system libraries are not fork-safe (Python's default there is spawn)
+    if (sys.platform.startswith("linux") and "fork" in methods and threading.active_count() == 1
+            and "pyarrow" not in sys.modules):
         if warm is not None:
             warm()
         return mp.get_context("fork")
