@@ -10,14 +10,14 @@ import trimesh
 
 from render.drawing import (DrawingError, View, buffers, edge_mask, edge_mask_reference, line_drawing, rasterize, rasterize_reference,
                             project, silhouette)
-from scenes.objects import N_INSTANCES, ObjectError, build, categories
+from scenes.objects import N_INSTANCES, ObjectError, build, categories, category_names
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_categories_and_imagenet_indices_match_the_16_class_table():
     table = json.loads((ROOT / "tasks" / "data" / "imagenet16.json").read_text())["categories"]
-    assert categories() == sorted(table)
+    assert categories() == sorted(table) == category_names()
     for c in categories():
         for i in range(1, N_INSTANCES + 1):
             m = build(c, i)

@@ -341,6 +341,32 @@ def test_release_stroke_width_and_overlap():
     assert ring.sum() / (2 * np.pi * circle.radius) == pytest.approx(2.9, abs=0.1)
 
 
+def test_paper_preset_draws_rgb_directly_equal_to_the_grey_reference():
+    """preset=paper draws the stroke and the discs in all three channels at once (no grey-to-RGB copy per
+    image); every channel equals the grey drawing, which equals the plain references."""
+    from tasks.stimuli import GENERATORS
+    from tasks.stimuli.polygons import disc_centres, release_discs_reference, release_stroke_reference
+    from tasks.stimuli.registry import make_config
+
+    g = GENERATORS["degraded_polygons"]
+    cfg = make_config(g, {"preset": "paper", "per_class": 2, "levels": [0.1, 0.7],
+                          "classes": ["circle", "triangle", "octagon"]})
+    for it in g.items(cfg, 3):
+        img, extra = g.render(cfg, it)
+        assert img.shape == (224, 224, 3) and img.dtype == np.uint8 and img.flags.c_contiguous
+        from tasks.stimuli.polygons import _base
+
+        shape = _base(it.params["shape_class"], tuple(it.params["_rng"]), 224, 2, False, "release", 3)[0]
+        grey = draw(shape, 224, 2, it.params["variant"], it.params["level"], stroke="release")
+        for c in range(3):
+            np.testing.assert_array_equal(img[:, :, c], grey)
+        if shape.vertices:
+            ref = release_stroke_reference(shape.vertices, 224, 2)
+            if it.params["variant"] != "whole":
+                ref = release_discs_reference(ref, disc_centres(shape, it.params["variant"]), extra["disc_radius"])
+            np.testing.assert_array_equal(grey, ref)
+
+
 def test_paper_preset_selects_the_release_stroke(tmp_path):
     out = write_dataset("degraded_polygons", tmp_path / "p", {"preset": "paper", "per_class": 1, "levels": [0.2],
                         "classes": ["square"]}, progress=False)
@@ -353,6 +379,38 @@ def test_paper_preset_selects_the_release_stroke(tmp_path):
     assert (whole == 0).sum() / df[df.variant == "whole"].perimeter.iloc[0] > 2.8
     with pytest.raises(ConfigError, match="preset='nope' unknown; available: paper"):
         write_dataset("degraded_polygons", tmp_path / "q", {"preset": "nope"}, progress=False)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers are forked from the writer on Linux only")
+def test_worker_start_methods_give_the_same_dataset(tmp_path):
+    """Workers are forked from the writer when it runs no other thread (they inherit its loaded kernels),
+    else from the fork server; both give the bytes of a one-process run."""
+    import threading
+
+    from tasks.stimuli.writer import _pool_context
+
+    p = {"preset": "paper", "per_class": 2, "levels": [0.3, 0.6], "classes": ["square", "hexagon"]}
+    one = write_dataset("degraded_polygons", tmp_path / "one", p, workers=1, shard_size=3, progress=False)
+    code = ("import json, sys\n"
+            "from tasks.stimuli import write_dataset\n"
+            "from tasks.stimuli.writer import _pool_context\n"
+            "print(_pool_context('tasks.stimuli.polygons').get_start_method())\n"
+            f"write_dataset('degraded_polygons', {str(tmp_path / 'fork')!r}, json.loads(sys.argv[1]), workers=2, "
+            "shard_size=3, progress=False)\n")
+    r = subprocess.run([sys.executable, "-c", code, json.dumps(p)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["fork"]
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait)
+    t.start()
+    try:
+        assert _pool_context("tasks.stimuli.polygons").get_start_method() == "forkserver"
+        server = write_dataset("degraded_polygons", tmp_path / "server", p, workers=2, shard_size=3, progress=False)
+    finally:
+        stop.set()
+        t.join()
+    made = [json.loads((d / "manifest.json").read_text())["sha256"] for d in (one, tmp_path / "fork", server)]
+    assert made[0] == made[1] == made[2] and len(made[0]) == 20  # 16 degraded + 4 whole
 
 
 def test_workers_do_not_import_pandas(tmp_path):

@@ -71,6 +71,16 @@ class BaseShape:
         v = self.vertices
         return float(sum(math.dist(v[i], v[(i + 1) % len(v)]) for i in range(len(v))))
 
+    @functools.cached_property
+    def _centres(self) -> dict:
+        """float64 [n, 2] arrays: the vertices and the disc centres per variant (computed once per shape:
+        each pair's two images and their removed fractions read them)."""
+        v = np.asarray(self.vertices, np.float64)
+        out = {"vertices": v, "corners": v, "edges": (v + np.concatenate([v[1:], v[:1]])) / 2}
+        for a in out.values():
+            a.setflags(write=False)  # shared by every caller
+        return out
+
 
 def sample_shape(cls: str, rng: np.random.Generator, size: int = 224, line_width: int = 2) -> BaseShape:
     """One base shape, sampled exactly as described in the module docstring."""
@@ -90,10 +100,8 @@ def sample_shape(cls: str, rng: np.random.Generator, size: int = 224, line_width
 
 
 def disc_centres(shape: BaseShape, variant: str) -> np.ndarray:
-    v = np.asarray(shape.vertices, float)
-    if variant == "corners":
-        return v
-    return (v + np.concatenate([v[1:], v[:1]])) / 2
+    """float64 [n, 2] (x, y): the vertices (``corners``) or the edge midpoints (``edges``); read-only."""
+    return shape._centres["corners" if variant == "corners" else "edges"]
 
 
 def disc_radius(shape: BaseShape, level: float) -> int:
@@ -103,8 +111,7 @@ def disc_radius(shape: BaseShape, level: float) -> int:
 def removed_fraction(shape: BaseShape, variant: str, level: float) -> float:
     """Exact fraction of the (ideal, zero-width) outline inside the discs (fast path: a compiled loop; the
     plain NumPy twin ``removed_fraction_reference`` is the specification it is tested against)."""
-    v = np.asarray(shape.vertices, np.float64)
-    return float(_kernel()(v, disc_centres(shape, variant), float(disc_radius(shape, level))))
+    return float(_kernel()(shape._centres["vertices"], disc_centres(shape, variant), float(disc_radius(shape, level))))
 
 
 @functools.cache
@@ -191,9 +198,11 @@ def _stroke_kernel():
 
     @numba.njit(cache=True, nogil=True)
     def kernel(img, v, reach):
-        """Set to 0 every pixel of ``img`` [S, S] whose centre lies within ``reach`` of the closed polyline
-        ``v`` [n, 2] (x, y): per edge, per row, only the columns near the edge's centre line are tested."""
+        """Set to 0 every pixel of ``img`` [S, S·C] (C interleaved channels per pixel: grey or RGB drawn
+        alike) whose centre lies within ``reach`` of the closed polyline ``v`` [n, 2] (x, y): per edge, per
+        row, only the columns near the edge's centre line are tested."""
         S = img.shape[0]
+        C = img.shape[1] // S
         n = v.shape[0]
         r2 = reach * reach
         for e in range(n):
@@ -217,7 +226,8 @@ def _stroke_kernel():
                     t = min(max(t, 0.0), 1.0)
                     ex, ey = px - t * dx, py - t * dy
                     if ex * ex + ey * ey <= r2:
-                        img[y, x] = 0
+                        for ch in range(C):
+                            img[y, x * C + ch] = 0
 
     return kernel
 
@@ -240,18 +250,21 @@ def release_stroke_reference(vertices, size: int, line_width: int, scale: int = 
     return np.where(black, 0, 255).astype(np.uint8)
 
 
-def _release_outline(shape: BaseShape, size: int, line_width: int, k: int) -> np.ndarray:
-    """uint8 [size·k]²; at k > 1 (antialiasing) a point x maps to k·x + (k − 1)/2, the centre of its block."""
+def _release_outline(shape: BaseShape, size: int, line_width: int, k: int, channels: int = 1) -> np.ndarray:
+    """uint8 [size·k]² (``channels`` 1) or [size·k, size·k, 3], drawn in all three channels at once (the
+    images are binary: no grey-to-RGB copy per image); at k > 1 (antialiasing) a point x maps to
+    k·x + (k − 1)/2, the centre of its block."""
     n = size * k
     reach = release_reach(line_width) * k
     off = (k - 1) / 2
     if not shape.vertices:  # circle: the ring of pixel centres within reach of the circumference
         y, x = np.mgrid[0:n, 0:n].astype(np.float64)
         rho = np.hypot(x - (shape.cx * k + off), y - (shape.cy * k + off))
-        return np.where(np.abs(rho - shape.radius * k) <= reach, 0, 255).astype(np.uint8)
-    img = np.full((n, n), 255, np.uint8)
+        ring = np.where(np.abs(rho - shape.radius * k) <= reach, 0, 255).astype(np.uint8)
+        return ring if channels == 1 else np.repeat(ring[:, :, None], channels, axis=2)
+    img = np.full((n, n * channels), 255, np.uint8)
     _stroke_kernel()(img, np.asarray(shape.vertices, np.float64) * k + off, reach)
-    return img
+    return img if channels == 1 else img.reshape(n, n, channels)
 
 
 @functools.cache
@@ -260,14 +273,17 @@ def _disc_kernel():
 
     @numba.njit(cache=True, nogil=True)
     def kernel(img, centres, r):
-        """Set to 255 every pixel of ``img`` whose centre lies within ``r`` of a centre [m, 2] (x, y)."""
+        """Set to 255 every pixel of ``img`` [S, S·C] (C interleaved channels) whose centre lies within ``r``
+        of a centre [m, 2] (x, y)."""
         S = img.shape[0]
+        C = img.shape[1] // S
         for j in range(centres.shape[0]):
             cx, cy = centres[j, 0], centres[j, 1]
             for y in range(max(int(np.floor(cy - r)), 0), min(int(np.ceil(cy + r)), S - 1) + 1):
                 for x in range(max(int(np.floor(cx - r)), 0), min(int(np.ceil(cx + r)), S - 1) + 1):
                     if (x - cx) * (x - cx) + (y - cy) * (y - cy) <= r * r:
-                        img[y, x] = 255
+                        for ch in range(C):
+                            img[y, x * C + ch] = 255
 
     return kernel
 
@@ -303,9 +319,11 @@ def _degrade(outline, shape: BaseShape, size: int, variant: str, level: float, a
     degrade = bool(shape.vertices) and variant in ("corners", "edges")
     if isinstance(outline, np.ndarray):  # release: discs on the array (pixel centres within the radius)
         img = outline
-        if degrade:
+        if degrade:  # [S, S] or [S, S, 3] (RGB: drawn in every channel, as the stroke)
             img = outline.copy()
-            _disc_kernel()(img, disc_centres(shape, variant) * k + (k - 1) / 2, float(disc_radius(shape, level) * k))
+            centres = disc_centres(shape, variant)
+            _disc_kernel()(img.reshape(img.shape[0], -1), centres if k == 1 else centres * k + (k - 1) / 2,
+                           float(disc_radius(shape, level) * k))
         if antialias:  # box filter: the mean of each k×k block
             img = (img.reshape(size, k, size, k).mean(axis=(1, 3)) + 0.5).astype(np.uint8)
         return img
@@ -330,10 +348,14 @@ def draw(shape: BaseShape, size: int, line_width: int, variant: str = "whole", l
 
 
 @functools.lru_cache(maxsize=8)
-def _base(cls: str, rng_key: tuple, size: int, line_width: int, antialias: bool, stroke: str = "inside"):
-    """Base shape and outline of one pair: its corner and edge images (consecutive items) draw it once."""
+def _base(cls: str, rng_key: tuple, size: int, line_width: int, antialias: bool, stroke: str = "inside",
+          channels: int = 1):
+    """Base shape and outline of one pair: its corner and edge images (consecutive items) draw it once. The
+    binary ``release`` outline is drawn in ``channels`` channels directly; the others in grey."""
     rng = np.random.default_rng([int(x) + 1 for x in rng_key])
     shape = sample_shape(cls, rng, size, line_width)
+    if stroke == "release" and not antialias:
+        return shape, _release_outline(shape, size, line_width, 1, channels)
     return shape, _outline(shape, size, line_width, antialias, stroke)
 
 
@@ -364,10 +386,10 @@ def items(cfg: PolygonConfig, seed: int):
 
 def render(cfg: PolygonConfig, item: Item):
     shape, outline = _base(item.params["shape_class"], tuple(item.params["_rng"]), cfg.size, cfg.line_width,
-                           cfg.antialias, cfg.stroke)
+                           cfg.antialias, cfg.stroke, cfg.channels)
     variant, level = item.params["variant"], item.params["level"]
     img = _degrade(outline, shape, cfg.size, variant, level, cfg.antialias)
-    if cfg.channels == 3:
+    if cfg.channels == 3 and img.ndim == 2:
         img = np.broadcast_to(img[:, :, None], img.shape + (3,))  # a view; the PNG encoder copies once
     extra = {"cx": shape.cx, "cy": shape.cy, "radius": shape.radius, "rotation_deg": shape.rotation_deg,
              "perimeter": shape.perimeter}

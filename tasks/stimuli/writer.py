@@ -122,18 +122,61 @@ def _table(rows):
     return df.astype(dtypes)
 
 
-def _pool_context(module: str):
-    """Worker processes: forked from a fork server that imported the writer and the generator's module once
-    (NumPy, the generator's compiled kernels), so N workers cost one import instead of N; plain ``spawn`` where
-    there is no fork server (Windows). Never a fork of this process, which may hold threads."""
-    import multiprocessing as mp
+def _pool_context(module: str, warm=None):
+    """Worker processes, started as cheaply as is safe:
 
-    if "forkserver" not in mp.get_all_start_methods():
+    * ``fork`` of this process (Linux) when it runs no other thread and has loaded no library that keeps
+      native threads (pyarrow: the rows files and tables are written here, after the workers have
+      started) — ``warm()`` is called first (the generator's first image: its compiled kernels are loaded
+      once, here, and every worker inherits them), so a worker costs no import at all;
+    * otherwise forked from a fork server that imported the writer and the generator's module once (NumPy,
+      the generator's compiled kernels), so N workers cost one import instead of N;
+    * plain ``spawn`` where there is neither (Windows)."""
+    import multiprocessing as mp
+    import sys
+    import threading
+
+    methods = mp.get_all_start_methods()
+    # Linux only: on macOS system libraries are not fork-safe (Python's default there is spawn)
+    if (sys.platform.startswith("linux") and "fork" in methods and threading.active_count() == 1
+            and "pyarrow" not in sys.modules):
+        if warm is not None:
+            warm()
+        return mp.get_context("fork")
+    if "forkserver" not in methods:
         return mp.get_context("spawn")
     ctx = mp.get_context("forkserver")
     # numba too: generators import it lazily (inside their kernels' factories), ~0.6 s per worker otherwise
     ctx.set_forkserver_preload(["__main__", __name__, module, "numba"])
     return ctx
+
+
+def _warm(gen, cfg, item) -> None:
+    """Render one item and discard it: loads what rendering needs (compiled kernels) before workers fork."""
+    with contextlib.suppress(SkipItem):
+        gen.render(cfg, item)
+
+
+class _Progress:
+    """A tqdm bar without tqdm's monitor thread (a thread would rule out forking the workers), or nothing."""
+
+    def __init__(self, total: int, desc: str, enabled: bool):
+        self.bar = None
+        if enabled:
+            from tqdm import tqdm
+
+            class Bar(tqdm):
+                monitor_interval = 0
+
+            self.bar = Bar(total=total, desc=desc, unit="img")
+
+    def update(self, n: int) -> None:
+        if self.bar is not None:
+            self.bar.update(n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 def parse_job(spec) -> tuple[int | None, int]:
@@ -156,8 +199,6 @@ def write_dataset(name: str, out: str | os.PathLike, params: dict | None = None,
                   shard: str | None = None) -> Path:
     """Generate dataset ``name`` into ``out``; returns the folder. ``shard``: None (everything here),
     ``"i/n"`` (job i of n: only its part, see module docstring) or ``"merge/n"``."""
-    from tqdm import tqdm
-
     for key, v, lo in (("seed", seed, 0), ("workers", workers, 1), ("shard_size", shard_size, 1)):
         if not isinstance(v, int) or isinstance(v, bool) or v < lo:
             raise ConfigError(f"{key}={v!r}: must be a whole number >= {lo}")
@@ -202,14 +243,15 @@ def write_dataset(name: str, out: str | os.PathLike, params: dict | None = None,
             if problems:
                 todo.append(k)
         jobs = [(name, cfg, int(seed), k, shards[k], str(out), compress_level) for k in todo]
-        bar = tqdm(total=sum(len(shards[k]) for k in todo), desc=name, unit="img", disable=not progress)
+        bar = _Progress(sum(len(shards[k]) for k in todo), name, progress)
         if workers <= 1 or len(jobs) <= 1:
             for j in jobs:
                 bar.update(_render_shard(j))
         else:
             from render.pool import run_jobs
 
-            for index, rows in run_jobs(_render_items, jobs, workers, mp_context=_pool_context(gen.module)):
+            ctx = _pool_context(gen.module, warm=lambda: _warm(gen, cfg, jobs[0][4][0]))
+            for index, rows in run_jobs(_render_items, jobs, workers, mp_context=ctx):
                 _write_rows(out, index, rows)
                 bar.update(len(rows))
         bar.close()
@@ -285,13 +327,13 @@ def shard_problems(out: Path, k: int) -> list[str]:
     """Why shard ``k`` of the dataset in ``out`` is not complete ([] when it is): no rows file
     (``["not rendered"]``), an unreadable one, or a listed image missing or with a sha256 other than its
     row's (a deleted or damaged PNG)."""
+    f = out / ".shards" / f"{k:05d}.parquet"
+    if not f.is_file():
+        return ["not rendered"]  # decided without pandas (~0.5-1 s to import): a fresh run need not wait for it
     import pandas as pd
 
     from render.files import sha256_file
 
-    f = out / ".shards" / f"{k:05d}.parquet"
-    if not f.is_file():
-        return ["not rendered"]
     try:
         rows = pd.read_parquet(f, columns=["file_name", "sha256"])
     except (OSError, ValueError, KeyError) as e:

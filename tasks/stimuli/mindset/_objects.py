@@ -27,9 +27,9 @@ SUPERSAMPLE = 3  # sub-pixels per axis for the object renders (render/drawing.py
 
 
 def library_categories() -> tuple[str, ...]:
-    from scenes.objects import categories
+    from scenes.objects import category_names  # not categories(): that loads the builders and trimesh
 
-    return tuple(categories())
+    return tuple(category_names())
 
 
 @dataclasses.dataclass(frozen=True)
