@@ -82,19 +82,9 @@ def read_stats_tables(stats_dir: Path) -> dict[str, pd.DataFrame]:
 def read_trials(results: Path, exclude_tasks=("3dpc/vpt", "3dpc/depth")) -> pd.DataFrame:
     """Trial rows of every task except ``exclude_tasks`` (the figures draw those two from the summary and
     statistics tables; skipping them keeps a 143-model sweep's report fast), relabelled by run identity."""
-    import pyarrow.compute as pc
-    import pyarrow.dataset as ds
+    from .results import TRIAL_DTYPES, label_runs, read_results
 
-    from .results import TRIAL_DTYPES, conform, label_runs, read_results
-
-    folder = results / "trials"
-    parts = sorted(folder.glob("*.parquet")) if folder.is_dir() else []
-    if not parts:
-        return read_results(results, "trials")
-    dataset = ds.dataset([str(p) for p in parts], format="parquet")
-    cols = [c for c in TRIAL_DTYPES if c in dataset.schema.names]
-    table = dataset.to_table(columns=cols, filter=~pc.field("task").isin(list(exclude_tasks)))
-    trials, _ = label_runs(conform(table.to_pandas(), "trials"))
+    trials, _ = label_runs(read_results(results, "trials", columns=list(TRIAL_DTYPES), exclude_tasks=exclude_tasks))
     return trials
 
 
