@@ -197,12 +197,13 @@ def label_runs(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     cols = ["model_id", *IDENTITY]
     models = df[df["observer_type"] == "model"] if "observer_type" in df else df
     ident = models[cols + ["run_id"]].astype(str).groupby(cols, as_index=False).agg(runs=("run_id", "nunique"))
-    labels = []
-    for _, r in ident.iterrows():
-        same = ident[ident["model_id"] == r["model_id"]]
-        differ = [c for c in IDENTITY if same[c].nunique() > 1]
-        labels.append(r["model_id"] + (" [" + ", ".join(f"{c}={r[c]}" for c in differ) + "]" if differ else ""))
-    ident["observer"] = labels
+    ident["observer"] = ident["model_id"]
+    n_values = ident.groupby("model_id")[list(IDENTITY)].nunique()  # per model id: how many values per field
+    for mid, r in n_values[(n_values > 1).any(axis=1)].iterrows():  # only model ids with several identities
+        differ = [c for c in IDENTITY if r[c] > 1]
+        rows = ident.index[ident["model_id"] == mid]
+        ident.loc[rows, "observer"] = [mid + " [" + ", ".join(f"{c}={v[c]}" for c in differ) + "]"
+                                       for _, v in ident.loc[rows].iterrows()]
     ident["mixed"] = ident.groupby("model_id")["observer"].transform("nunique") > 1
     if len(ident):
         key = df[cols[0]].astype(str)  # column-wise concatenation: a row-wise agg(join) took minutes on a zoo sweep

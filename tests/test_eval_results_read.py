@@ -48,3 +48,25 @@ def test_unreadable_part_is_named_and_empty_folder_has_the_schema(folder, tmp_pa
     assert empty.empty and list(empty.columns) == list(R.SUMMARY_DTYPES)
     with pytest.raises(R.ResultsError, match="columns=.*nope"):  # checked before any part is read
         R.read_results(folder, "trials", columns=["nope"], exclude_tasks=("x",))
+
+
+def test_seed_summary_equals_the_group_by_group_reference():
+    from eval.probe import seed_summary, seed_summary_loop
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for m in range(6):
+        for task in ("3dpc/vpt", "3dpc/depth"):
+            for seed in range(1 if m == 0 else 3):  # model 0: one seed -> the interval [0, 1]
+                rows.append({"model_id": f"m{m}", "task": task, "method": "probe", "seed": seed, "split": "test",
+                             "accuracy": (0.999, 0.95, 0.99)[seed] if m == 1 else rng.random(), "balanced_accuracy": rng.random(),
+                             "run_id": f"r{m}{task}{seed}", "weights": "random:seed=1" if (m == 2 and seed) else "",
+                             "preprocess": "", "method_config": ""})
+    summary = pd.DataFrame(rows)
+    summary.loc[(summary["model_id"] == "m4") & (summary["seed"] == 1), "accuracy"] = np.nan  # NaN mean, as numpy
+    fast, ref = seed_summary(summary), seed_summary_loop(summary)
+    pd.testing.assert_frame_equal(fast, ref, rtol=1e-12)
+    assert len(fast) == 14 and (fast["seeds"] == 1).sum() == 4  # m0 x 2 tasks, m2's two identities on 2 tasks
+    one = fast[fast["observer"] == "m0"]
+    assert (one["accuracy_ci_low"] == 0.0).all() and (one["accuracy_ci_high"] == 1.0).all()
+    assert (fast.loc[fast["observer"] == "m1", "accuracy_ci_high"] == 1.0).all()  # clipped at 1
