@@ -413,6 +413,10 @@ def build_report(c: dict, tables: dict | None = None, trials: pd.DataFrame | Non
     if trials.empty and summary.empty:
         raise ValueError(f"results={res}: no trials or summaries (run python -m eval probe ... out={res} first)")
 
+    if (tables.get("seed_summary") is None or tables["seed_summary"].empty) and not summary.empty:
+        from .probe import seed_summary
+
+        tables["seed_summary"] = seed_summary(summary, ci)  # once: the accuracy figure and the tables show it
     humans = human_table(trials, tables.get("observers"), ci, seed)
     sections = [s for s in (
         _accuracy_section(summary, tables, humans, split, ci),

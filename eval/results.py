@@ -160,13 +160,14 @@ def _empty(kind, columns) -> pd.DataFrame:
 
 def _scan(parts: list[Path], columns, exclude_tasks):
     """One arrow table of ``parts`` (in their order) over the union of their schemas."""
-    import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
-    import pyarrow.parquet as pq
+    import pyarrow.fs as pafs
 
-    schema = pa.unify_schemas([pq.read_schema(p) for p in parts], promote_options="permissive")
-    dataset = ds.dataset([str(p) for p in parts], format="parquet", schema=schema)
+    factory = ds.FileSystemDatasetFactory(pafs.LocalFileSystem(), [str(p.resolve()) for p in parts],
+                                          ds.ParquetFileFormat())
+    schema = factory.inspect(promote_options="permissive", fragments=None)  # every part's columns, not the first's
+    dataset = factory.finish(schema)
     cols = None if columns is None else [c for c in columns if c in schema.names]
     filt = ~pc.field("task").isin(list(exclude_tasks)) if exclude_tasks and "task" in schema.names else None
     return dataset.to_table(columns=cols, filter=filt)
