@@ -280,3 +280,25 @@ def test_accuracy_per_model_and_no_global_state(tmp_path, threedpc):
     assert render(fig, "svg").startswith(b"<?xml")
     assert plt.get_fignums() == []  # no pyplot figure was created
     assert dict(matplotlib.rcParams) == rc  # the style did not leak
+
+
+def test_saver_with_a_helper_process_writes_what_saving_here_writes(tmp_path, threedpc, monkeypatch):
+    from eval.figures import style
+
+    trials, summary, zoo = threedpc
+    acc = D.model_accuracy(summary, "test", zoo)
+
+    def figures():
+        return [(T.probe_vs_finetune(acc), "pvf"), (T.strategy_steps(D.strategy_steps(trials)), "steps")]
+
+    here = style.FigureSaver(0).save_all(figures(), tmp_path / "ref")
+    in_process = []
+    real_save = style.save
+    monkeypatch.setattr(style, "save", lambda *a: in_process.append(a[2]) or real_save(*a))
+    with style.FigureSaver(1) as saver:
+        both = saver.save_all(figures(), tmp_path / "pool")
+    assert in_process == ["steps"]  # the helper took the first figure, this process the last
+    for ref, got in zip(here, both):
+        assert got["png"].parent == tmp_path / "pool" and got["png"].name == ref["png"].name
+        assert got["png_bytes"] == ref["png_bytes"] == got["png"].read_bytes()
+        assert got["pdf"].read_bytes()[:5] == b"%PDF-" and got["pdf"].stat().st_size == ref["pdf"].stat().st_size
