@@ -126,17 +126,20 @@ def _serve() -> None:
 
     requests, replies = sys.stdin.buffer, os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # a stray print must not corrupt the replies
-    _warm_up()
-    while True:
-        try:
-            blob, folder, stem = _receive(requests)
-        except EOFError:
-            return
-        try:
-            reply = save(pickle.loads(blob), folder, stem)
-        except Exception:  # noqa: BLE001 - the caller saves this figure itself and shows the error
-            reply = ("error", traceback.format_exc())
-        _send(replies, reply)
+    try:
+        _warm_up()
+        while True:
+            try:
+                blob, folder, stem = _receive(requests)
+            except EOFError:
+                return
+            try:
+                reply = save(pickle.loads(blob), folder, stem)
+            except Exception:  # noqa: BLE001 - the caller saves this figure itself and shows the error
+                reply = ("error", traceback.format_exc())
+            _send(replies, reply)
+    except (KeyboardInterrupt, BrokenPipeError):  # stopped by FigureSaver.close: the files are atomic
+        return
 
 
 def _warm_up() -> None:
@@ -162,10 +165,12 @@ class FigureSaver:
     :func:`save` writes here (tested). ``workers=0`` saves every figure here, in order (the reference). A
     figure that cannot be pickled, fails in a helper, or meets a helper that died is saved here."""
 
-    def __init__(self, workers: int | None = None):
+    def __init__(self, workers: int | None = None, patience: float = 3.0):
+        self.patience = patience
         if workers is None:
             workers = 1 if (os.cpu_count() or 1) >= 2 else 0
         self._procs = []
+        self._late = False
         for _ in range(max(0, int(workers))):
             try:
                 p = subprocess.Popen([sys.executable, "-c", _BOOT], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
@@ -175,9 +180,15 @@ class FigureSaver:
             self._procs.append(p)
 
     def save_all(self, figures: list[tuple[object, str]], folder: str | Path) -> list[dict]:
-        """``[(Figure, stem), ...]`` saved into ``folder``; returns :func:`save`'s dicts in the same order."""
+        """``[(Figure, stem), ...]`` saved into ``folder``; returns :func:`save`'s dicts in the same order.
+
+        When this process has no figure left it waits for the helpers' figures at most twice as long as its
+        own slowest figure took (at least ``patience`` seconds), then saves the late ones here: a helper starved of
+        CPU on a shared machine must not hold the report up (its late copy is the same file)."""
+        import time
+
         folder = Path(folder)
-        out: list = [None] * len(figures)
+        done: dict[int, dict] = {}
         blobs = {}
         if self._procs and len(figures) > 1:
             for i, (fig, _) in enumerate(figures):
@@ -187,6 +198,7 @@ class FigureSaver:
         back = deque(i for i in range(len(figures)) if i not in blobs)  # only here
         lock = threading.Lock()
         started = [threading.Event() for _ in self._procs]
+        finished = threading.Event()  # set when this call returns: a late helper's reply is dropped
 
         def feed(proc, started):
             try:
@@ -198,12 +210,10 @@ class FigureSaver:
                         return
                     _send(proc.stdin, (blobs[i], str(folder), figures[i][1]))
                     reply = _receive(proc.stdout)
-                    if isinstance(reply, dict):
-                        out[i] = reply
-                    else:
-                        with lock:
-                            back.append(i)
-            except (OSError, EOFError, pickle.UnpicklingError):  # the helper died: the rest is done here
+                    with lock:
+                        if isinstance(reply, dict) and not finished.is_set():
+                            done.setdefault(i, reply)
+            except (OSError, ValueError, EOFError, pickle.UnpicklingError):  # the helper died or was stopped
                 started.set()
 
         threads = [threading.Thread(target=feed, args=(p, e), daemon=True) for p, e in zip(self._procs, started)]
@@ -211,24 +221,44 @@ class FigureSaver:
             t.start()
         for e in started:
             e.wait()
+        slowest = 0.0
         while True:
             with lock:
                 i = back.pop() if back else front.pop() if front else None
             if i is None:
                 break
-            out[i] = save(figures[i][0], folder, figures[i][1])
+            t0 = time.perf_counter()
+            reply = save(figures[i][0], folder, figures[i][1])
+            slowest = max(slowest, time.perf_counter() - t0)
+            with lock:
+                done[i] = reply
+        deadline = time.perf_counter() + max(self.patience, 2 * slowest)
         for t in threads:
-            t.join()
-        for i, r in enumerate(out):  # a helper that failed on its figure or died
-            if r is None:
-                out[i] = save(figures[i][0], folder, figures[i][1])
-        return out
+            t.join(max(0.0, deadline - time.perf_counter()))
+        with lock:
+            finished.set()
+            late = [i for i in range(len(figures)) if i not in done]
+            self._late = self._late or any(t.is_alive() for t in threads)
+        for i in late:  # a helper that failed on its figure, died, or is late
+            done[i] = save(figures[i][0], folder, figures[i][1])
+        return [done[i] for i in range(len(figures))]
 
     def close(self) -> None:
+        """Stop the helpers: each ends after its current figure; a late one is interrupted first (its
+        temporary file is removed; a thread still sending it a figure then fails instead of blocking)."""
+        import signal
+
         for p in self._procs:
-            with contextlib.suppress(OSError):
-                p.stdin.close()
-        for p in self._procs:
+            if self._late and p.poll() is None:
+                p.send_signal(signal.SIGINT)
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+            for f in (p.stdin, p.stdout):
+                with contextlib.suppress(OSError, ValueError):
+                    f.close()
             try:
                 p.wait(timeout=30)
             except subprocess.TimeoutExpired:
