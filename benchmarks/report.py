@@ -12,7 +12,7 @@ test split and human subset) and VPT-Strategy (10 scenes × 10 steps), every 10t
 * ``python -m eval report`` end to end (a fresh process: imports and Hydra included);
 
 against two baselines of the same run (same machine load): ``eval stats`` without its report (stats time
-minus the report's) and one plain read of the sweep's whole trial table (``read_results``). CPU times are
+minus the report's) and one plain read of the sweep's whole trial table (``read_results_parts``: part by part). CPU times are
 printed too (this process's and the figure-saving helper's): on a shared machine they say more than wall time.
 """
 from __future__ import annotations
@@ -85,10 +85,12 @@ def main() -> None:  # noqa: C901 - a linear script
         res, zoo_cfg, n_rows, n_runs = make_folder(out, a.models)
         print(f"synthetic sweep: {a.models} models, {n_runs} runs, {n_rows:,} trial rows "
               f"(written in {time.perf_counter() - t:.1f} s)", flush=True)
-    from eval.results import read_results
+    from eval.results import read_results_parts
 
+    # the baseline stays the plain per-part read (what read_results did before its one-scan fast path), so
+    # ratios compare across versions
     t, cpu = time.perf_counter(), time.process_time()
-    read_results(res, "trials")
+    read_results_parts(res, "trials")
     read_all, read_cpu = time.perf_counter() - t, time.process_time() - cpu
     c = {"results": str(res), "humans": str(out / "humans.parquet"), "humans_format": "trials", "zoo": zoo_cfg,
          "split": "test", "aggregation": "model-vs-human", "n_boot": 200, "n_perm": 50, "ci": 0.95, "seed": 0}
