@@ -12,7 +12,8 @@ test split and human subset) and VPT-Strategy (10 scenes × 10 steps), every 10t
 * ``python -m eval report`` end to end (a fresh process: imports and Hydra included);
 
 against two baselines of the same run (same machine load): ``eval stats`` without its report (stats time
-minus the report's) and one plain read of the sweep's whole trial table (``read_results``).
+minus the report's) and one plain read of the sweep's whole trial table (``read_results_parts``: part by part). CPU times are
+printed too (this process's and the figure-saving helper's): on a shared machine they say more than wall time.
 """
 from __future__ import annotations
 
@@ -48,6 +49,11 @@ def make_folder(out: Path, n_models: int, seed: int = 0):
     return res, zoo_cfg, len(trials), pd.Series(models["run_id"]).nunique()
 
 
+def _children_cpu() -> float:
+    t = os.times()
+    return t.children_user + t.children_system
+
+
 def main() -> None:  # noqa: C901 - a linear script
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", type=int, default=143)
@@ -79,11 +85,13 @@ def main() -> None:  # noqa: C901 - a linear script
         res, zoo_cfg, n_rows, n_runs = make_folder(out, a.models)
         print(f"synthetic sweep: {a.models} models, {n_runs} runs, {n_rows:,} trial rows "
               f"(written in {time.perf_counter() - t:.1f} s)", flush=True)
-    from eval.results import read_results
+    from eval.results import read_results_parts
 
-    t = time.perf_counter()
-    read_results(res, "trials")
-    read_all = time.perf_counter() - t
+    # the baseline stays the plain per-part read (what read_results did before its one-scan fast path), so
+    # ratios compare across versions
+    t, cpu = time.perf_counter(), time.process_time()
+    read_results_parts(res, "trials")
+    read_all, read_cpu = time.perf_counter() - t, time.process_time() - cpu
     c = {"results": str(res), "humans": str(out / "humans.parquet"), "humans_format": "trials", "zoo": zoo_cfg,
          "split": "test", "aggregation": "model-vs-human", "n_boot": 200, "n_perm": 50, "ci": 0.95, "seed": 0}
     spent = {}
@@ -107,9 +115,9 @@ def main() -> None:  # noqa: C901 - a linear script
         print(f"eval stats without its report (baseline): {stats_only:.1f} s; the report inside it: "
               f"{spent['report_in_stats']:.1f} s ({spent['report_in_stats'] / stats_only:.2f}x the baseline)")
 
-    t = time.perf_counter()
+    t, cpu, kids = time.perf_counter(), time.process_time(), _children_cpu()
     page = real({k: v for k, v in c.items() if k not in ("n_boot", "n_perm", "aggregation")})
-    in_process = time.perf_counter() - t
+    in_process, report_cpu, helper_cpu = time.perf_counter() - t, time.process_time() - cpu, _children_cpu() - kids
     n_fig = page.read_text().count("<figure")
     zoo_arg = []  # the CLI takes a zoo list by name; the synthetic zoo is passed in-process only
     t = time.perf_counter()
@@ -119,9 +127,12 @@ def main() -> None:  # noqa: C901 - a linear script
     if p.returncode:
         raise SystemExit(p.stderr[-2000:])
     load = os.getloadavg()
+    vs_stats = "" if a.no_stats else f"{in_process / stats_only:.2f}x eval stats, "
     print(f"build_report from the folder ({n_fig} figures, PNG + PDF each): {in_process:.1f} s (goal 30 s), "
-          f"{in_process / stats_only:.2f}x eval stats, {in_process / read_all:.2f}x one read of the trial table "
-          f"({read_all:.1f} s)", flush=True)
+          f"{vs_stats}{in_process / read_all:.2f}x one read of the trial table ({read_all:.1f} s)", flush=True)
+    print(f"CPU time: build_report {report_cpu:.1f} s in this process (all its threads) + {helper_cpu:.1f} s in the "
+          f"figure-saving helper; one read of the trial table {read_cpu:.1f} s "
+          f"(CPU ratio {(report_cpu + helper_cpu) / read_cpu:.2f}x)")
     print(f"python -m eval report (fresh process, no zoo: {p.stdout.strip()}): {cli:.1f} s")
     print(f"load average during the run: {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1/5/15 min) on "
           f"{os.cpu_count()} cores; page {page} ({page.stat().st_size / 1e6:.1f} MB)")

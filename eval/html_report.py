@@ -82,19 +82,9 @@ def read_stats_tables(stats_dir: Path) -> dict[str, pd.DataFrame]:
 def read_trials(results: Path, exclude_tasks=("3dpc/vpt", "3dpc/depth")) -> pd.DataFrame:
     """Trial rows of every task except ``exclude_tasks`` (the figures draw those two from the summary and
     statistics tables; skipping them keeps a 143-model sweep's report fast), relabelled by run identity."""
-    import pyarrow.compute as pc
-    import pyarrow.dataset as ds
+    from .results import TRIAL_DTYPES, label_runs, read_results
 
-    from .results import TRIAL_DTYPES, conform, label_runs, read_results
-
-    folder = results / "trials"
-    parts = sorted(folder.glob("*.parquet")) if folder.is_dir() else []
-    if not parts:
-        return read_results(results, "trials")
-    dataset = ds.dataset([str(p) for p in parts], format="parquet")
-    cols = [c for c in TRIAL_DTYPES if c in dataset.schema.names]
-    table = dataset.to_table(columns=cols, filter=~pc.field("task").isin(list(exclude_tasks)))
-    trials, _ = label_runs(conform(table.to_pandas(), "trials"))
+    trials, _ = label_runs(read_results(results, "trials", columns=list(TRIAL_DTYPES), exclude_tasks=exclude_tasks))
     return trials
 
 
@@ -381,7 +371,7 @@ def _rel(target: Path, start: Path) -> str:
 
 
 def build_report(c: dict, tables: dict | None = None, trials: pd.DataFrame | None = None,
-                 summary: pd.DataFrame | None = None) -> Path:
+                 summary: pd.DataFrame | None = None, figure_workers: int | None = None) -> Path:
     """Write ``<stats>/report.html`` and ``<stats>/figures/*.png|pdf`` for the results folder ``c["results"]``
     (``c["out"]``: the statistics folder, default ``<results>/stats``) and return the page's path.
 
@@ -389,11 +379,10 @@ def build_report(c: dict, tables: dict | None = None, trials: pd.DataFrame | Non
     gallery link, conditions of generated datasets), ``zoo`` (list name or mapping with ``imagenet_top1``),
     ``humans``/``humans_format`` (human trials, as in ``eval stats``), ``split``, ``ci``, ``seed``.
     ``tables`` (the statistics tables), ``trials`` (with human trials) and ``summary`` are taken as given
-    when the caller already has them (``eval stats``), else read from the folders."""
-    from scenes.files import atomic_write_text
-
-    from .figures.style import save
-    from .results import read_results
+    when the caller already has them (``eval stats``), else read from the folders. ``figure_workers``: helper
+    processes that save figures beside this one (:class:`eval.figures.style.FigureSaver`; default 1 on a
+    machine with two or more cores, 0 = all here); they start before the results are read."""
+    from .figures.style import FigureSaver
 
     res = Path(c["results"])
     if not res.is_dir():
@@ -404,6 +393,15 @@ def build_report(c: dict, tables: dict | None = None, trials: pd.DataFrame | Non
     task = Path(c["task"]) if c.get("task") else None
     if task is not None and not task.is_dir():
         raise FileNotFoundError(f"task={task}: no such folder (the dataset the results were computed on)")
+    with FigureSaver(figure_workers) as saver:
+        return _write_report(c, res, out, task, split, ci, seed, tables, trials, summary, saver)
+
+
+def _write_report(c, res: Path, out: Path, task, split, ci, seed, tables, trials, summary, saver) -> Path:
+    from scenes.files import atomic_write_text
+
+    from .results import read_results
+
     tables = dict(tables) if tables is not None else read_stats_tables(out)
     summary = read_results(res, "summary") if summary is None else summary
     if trials is None:
@@ -423,6 +421,10 @@ def build_report(c: dict, tables: dict | None = None, trials: pd.DataFrame | Non
     if trials.empty and summary.empty:
         raise ValueError(f"results={res}: no trials or summaries (run python -m eval probe ... out={res} first)")
 
+    if (tables.get("seed_summary") is None or tables["seed_summary"].empty) and not summary.empty:
+        from .probe import seed_summary
+
+        tables["seed_summary"] = seed_summary(summary, ci)  # once: the accuracy figure and the tables show it
     humans = human_table(trials, tables.get("observers"), ci, seed)
     sections = [s for s in (
         _accuracy_section(summary, tables, humans, split, ci),
@@ -445,15 +447,15 @@ def build_report(c: dict, tables: dict | None = None, trials: pd.DataFrame | Non
     parts.append(_tables_html(summary, tables, ci))
     if not sections:
         parts.append("<p class='note'>No figure: these results hold no task the figures cover.</p>")
-    n_fig = 0
+    figs = [item for sec in sections for item in sec.items if isinstance(item, Fig)]
+    saved = iter(saver.save_all([(f.figure, f.stem) for f in figs], fig_dir))  # in the order of the loop below
     for i, sec in enumerate(sections):
         parts.append(f"<h2 id='s{i}'>{html.escape(sec.title)}</h2>")
         for item in sec.items:
             if isinstance(item, str):
                 parts.append(f"<p class='note'>{html.escape(item)}</p>")
                 continue
-            files = save(item.figure, fig_dir, item.stem)
-            n_fig += 1
+            files = next(saved)
             uri = "data:image/png;base64," + base64.b64encode(files["png_bytes"]).decode()
             parts.append(f"<figure id='{item.stem}'><img src='{uri}' alt='{html.escape(item.caption)}'>"
                          f"<figcaption>{html.escape(item.caption)} <a href='figures/{item.stem}.pdf'>PDF</a> · "

@@ -235,15 +235,47 @@ def run_probe(task, embeddings, model_id: str, cfg: ProbeConfig, results_dir, fe
 
 def seed_summary(summary: pd.DataFrame, ci: float = 0.95) -> pd.DataFrame:
     """Mean and t-interval across seeds of accuracy per (model, run identity, task, method, split); the
-    interval is clipped to [0, 1] (an accuracy cannot leave it; with 3 seeds the t-interval can). Runs of
-    one model id with different weights, preprocessing, feature or method config are separate rows (an
-    ``observer`` label from :func:`eval.results.label_runs` tells them apart)."""
+    interval is clipped to [0, 1] (an accuracy cannot leave it; with 3 seeds the t-interval can); a single
+    seed gives the interval [0, 1]. Runs of one model id with different weights, preprocessing, feature or
+    method config are separate rows (an ``observer`` label from :func:`eval.results.label_runs` tells them
+    apart). Computed per group column-wise (a zoo sweep has thousands of groups); :func:`seed_summary_loop`
+    is the group-by-group reference."""
     from scipy import stats as st
 
+    summary, keys = _seed_groups(summary)
+    if summary.empty:
+        return seed_summary_loop(summary, ci)
+    g = summary[["accuracy", "balanced_accuracy"]].astype(float).groupby([summary[k] for k in keys], sort=True,
+                                                                         dropna=False)
+    agg = pd.DataFrame({"seeds": g["accuracy"].size(), "m": g["accuracy"].mean(), "sd": g["accuracy"].std(ddof=1),
+                        "b": g["balanced_accuracy"].mean()})
+    agg.loc[g["accuracy"].count() < agg["seeds"], ["m", "sd"]] = np.nan  # a missing accuracy spoils its group
+    n = agg["seeds"].to_numpy()
+    m = agg["m"].to_numpy(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        half = np.where(n > 1, st.t.ppf(0.5 + ci / 2, np.maximum(n - 1, 1)) * agg["sd"].to_numpy(float)
+                        / np.sqrt(n), np.nan)
+    low, high = m - half, m + half
+    out = {k: list(v) for k, v in zip(keys, zip(*agg.index))}
+    out.update(seeds=n.astype(int).tolist(), accuracy_mean=m.tolist(),
+               accuracy_ci_low=np.where(low > 0.0, low, 0.0).tolist(),  # as max(0, x): NaN -> 0
+               accuracy_ci_high=np.where(high < 1.0, high, 1.0).tolist(),  # as min(1, x): NaN -> 1
+               balanced_accuracy_mean=agg["b"].to_numpy(float).tolist())
+    return pd.DataFrame(out)
+
+
+def _seed_groups(summary: pd.DataFrame):
     from .results import IDENTITY, label_runs
 
     summary, _ = label_runs(summary)
-    keys = ["model_id", "observer", *[c for c in IDENTITY if c in summary], "task", "method", "split"]
+    return summary, ["model_id", "observer", *[c for c in IDENTITY if c in summary], "task", "method", "split"]
+
+
+def seed_summary_loop(summary: pd.DataFrame, ci: float = 0.95) -> pd.DataFrame:
+    """Reference twin of :func:`seed_summary`: one group at a time."""
+    from scipy import stats as st
+
+    summary, keys = _seed_groups(summary)
     rows = []
     for key, g in summary.groupby(keys, sort=True, dropna=False):
         a = g["accuracy"].to_numpy(float)

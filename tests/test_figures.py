@@ -3,6 +3,7 @@ labels, the human band), the tidy-table functions compute the stated statistic (
 hand computations), and nothing leaks into matplotlib's global state."""
 import io
 import math
+import time
 
 import matplotlib
 import numpy as np
@@ -280,3 +281,36 @@ def test_accuracy_per_model_and_no_global_state(tmp_path, threedpc):
     assert render(fig, "svg").startswith(b"<?xml")
     assert plt.get_fignums() == []  # no pyplot figure was created
     assert dict(matplotlib.rcParams) == rc  # the style did not leak
+
+
+def test_saver_with_a_helper_process_writes_what_saving_here_writes(tmp_path, threedpc, monkeypatch):
+    from eval.figures import style
+
+    trials, summary, zoo = threedpc
+    acc = D.model_accuracy(summary, "test", zoo)
+
+    def figures():
+        return [(T.probe_vs_finetune(acc), "pvf"), (T.strategy_steps(D.strategy_steps(trials)), "steps")]
+
+    here = style.FigureSaver(0).save_all(figures(), tmp_path / "ref")
+    in_process = []
+    real_save = style.save
+    monkeypatch.setattr(style, "save", lambda *a: in_process.append(a[2]) or real_save(*a))
+    with style.FigureSaver(1, patience=600) as saver:  # patient: a loaded machine must not make the test flaky
+        both = saver.save_all(figures(), tmp_path / "pool")
+    assert in_process == ["steps"]  # the helper took the first figure, this process the last
+    for ref, got in zip(here, both):
+        assert got["png"].parent == tmp_path / "pool" and got["png"].name == ref["png"].name
+        assert got["png_bytes"] == ref["png_bytes"] == got["png"].read_bytes()
+        assert got["pdf"].read_bytes()[:5] == b"%PDF-" and got["pdf"].stat().st_size == ref["pdf"].stat().st_size
+
+    # a helper that never answers: this process saves everything itself and close() stops the helper
+    monkeypatch.setattr(style, "_BOOT", "import sys, time; sys.stdin.buffer.read(8); time.sleep(600)")
+    in_process.clear()
+    t0 = time.perf_counter()
+    with style.FigureSaver(1, patience=0.5) as saver:
+        late = saver.save_all(figures(), tmp_path / "late")
+        proc = saver._procs[0]
+    assert sorted(in_process) == ["pvf", "steps"] and [r["png_bytes"] for r in late] == [r["png_bytes"] for r in here]
+    assert proc.poll() is not None and time.perf_counter() - t0 < 120
+    assert sorted(p.name for p in (tmp_path / "late").iterdir()) == ["pvf.pdf", "pvf.png", "steps.pdf", "steps.png"]
