@@ -22,7 +22,6 @@ import json
 import math
 import os
 import shutil
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -31,41 +30,8 @@ from ..labels import aperture_label, label_frame, vpt_label
 from ..placement import (CompositeOccluders, Placement, PlacementError, PropStyle, make_props, sample_matched_settings,
                          sample_placement, staged_scene)
 from .config import BuildConfig, ConfigError
+from .layout import LABELS_FILE, VIEWS, scene_dir, scene_dir_of, scene_rng  # noqa: F401 (re-exported)
 from .shortcuts import object_bounds_columns
-
-LABELS_FILE = "_labels.parquet"
-
-
-def scene_rng(cfg: BuildConfig, name: str, stream: int = 0) -> np.random.Generator:
-    return np.random.default_rng([cfg.seed, zlib.crc32(name.encode()), stream])
-
-
-def _safe(name: str) -> str:
-    return Path(name).stem if (os.path.sep in name or name.endswith((".ply", ".pt"))) else name
-
-
-def scene_dir(cfg: BuildConfig, scene, split: str) -> Path:
-    category = scene.metadata.get("category", _safe(scene.name))
-    return Path(cfg.out) / "images" / split / category / _safe(scene.name)
-
-
-def scene_dir_of(cfg: BuildConfig, name: str) -> Path:
-    """:func:`scene_dir` of scene ``name`` without building it when it is a catalogue name (its folder follows
-    from the name: building a catalogue scene costs seconds of CPU, and ``assemble`` needs only the folders);
-    scene files are loaded."""
-    from scenes.catalogue import parse_name
-    from scenes.gaussians import SceneError
-
-    split = cfg.split_of(name)
-    if not (os.path.sep in name or name.endswith((".ply", ".pt", ".yaml", ".yml", ".json"))):
-        try:
-            category, _ = parse_name(name)
-            return Path(cfg.out) / "images" / split / category / name
-        except SceneError:
-            pass
-    from scenes.load import load_scene
-
-    return scene_dir(cfg, load_scene(name), split)
 
 
 def jittered_style(style: PropStyle, rng: np.random.Generator, jitter: float, observer_min: float = 0.0) -> PropStyle:
@@ -593,8 +559,6 @@ def _owned(cfg: BuildConfig):
             except (OSError, ValueError, KeyError):
                 pass
             files += [labels, labels.with_name("_scene.json")]
-        from .assemble import VIEWS
-
         return files, [out / v for v in VIEWS]
     return owned
 
