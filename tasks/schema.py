@@ -122,13 +122,17 @@ def _in_section(e: ConfigError, cls, name: str, hint: str) -> ConfigError:
     return ConfigError((f"{name}.{msg}" if first in known else f"{name}: {msg}") + hint)
 
 
-def store_structured(group: str, cls, name: str = "default") -> None:
+def store_structured(group: str, cls, name: str = "default", required: tuple[str, ...] = ()) -> None:
     """Register dataclass ``cls`` as the Hydra config ``<group>/<name>``: its fields' types and defaults are
-    the config (``defaults: [/<group>@<key>: <name>]`` composes it). A frozen dataclass gives a read-only node
-    in OmegaConf; the node is made writable so that the command line can override it."""
+    the config (``defaults: [/<group>@<key>: <name>]`` composes it). ``required``: fields the command line
+    must set (``???`` in the node; a ``???`` in YAML would not override a default when merged). A frozen
+    dataclass gives a read-only node in OmegaConf; the node is made writable so that the command line can
+    override it."""
     from hydra.core.config_store import ConfigStore
     from omegaconf import OmegaConf
 
     node = OmegaConf.structured(cls)
     OmegaConf.set_readonly(node, False)
+    for key in required:
+        node[key] = "???"
     ConfigStore.instance().store(group=group, name=name, node=node)

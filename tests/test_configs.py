@@ -67,7 +67,7 @@ def test_structured_config_groups_are_their_dataclasses():
     from tasks.threedpc.shortcuts import AuditConfig
 
     for group in ("prop_style", "label_rules", "audit", "preset"):
-        assert not (ROOT / "configs" / group / "default.yaml").exists(), f"configs/{group}/default.yaml restates a dataclass"
+        assert not (ROOT / "configs" / group / "default.yaml").exists(), f"configs/{group}/default.yaml restates it"
     register_configs()
     d = compose("threedpc", ["out=x"])
     assert d["style"] == _plain_defaults(PropStyle)
@@ -110,6 +110,35 @@ def test_preset_and_section_checks_come_from_the_field_declarations():
         from tasks.labels import LabelRules
 
         make_section(LabelRules, {"n_rays": 1.5}, "rules")
+
+
+def test_eval_method_sections_are_their_dataclasses():
+    """Each evaluation command's settings section (``probe:``, ``ood:`` ...) is its dataclass registered as a
+    structured config (``@command(..., settings=...)``): composed, it equals the dataclass's defaults (``???``
+    for the settings the command line must give), and no YAML restates it."""
+    import importlib
+
+    from hydra import compose, initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import OmegaConf
+
+    from eval.cli import COMMANDS, load_commands, register_settings
+
+    load_commands()
+    sections = {name: c for name, c in COMMANDS.items() if c.settings}
+    assert set(sections) >= {"probe", "finetune", "ood", "decoder", "similarity", "diffusion", "vlm"}
+    GlobalHydra.instance().clear()
+    with initialize_config_module(config_module="configs", version_base=None):
+        for name, cmd in sections.items():
+            assert name not in yaml.safe_load((ROOT / "configs" / f"eval_{name}.yaml").read_text()), \
+                f"configs/eval_{name}.yaml restates its {name}: section"
+            register_settings(cmd)
+            module, cls_name = cmd.settings.split(":")
+            cls = getattr(importlib.import_module(module), cls_name)
+            want = {**_plain_defaults(cls), **dict.fromkeys(cmd.required, "???")}
+            got = OmegaConf.to_container(compose(config_name=f"eval_{name}")[name])
+            assert got == want, f"eval_{name}: {name}: composes to {got}, its dataclass says {want}"
+    GlobalHydra.instance().clear()
 
 
 def test_prop_colours_agree_everywhere():

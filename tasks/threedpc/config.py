@@ -203,7 +203,7 @@ def config_from_dict(d: dict) -> BuildConfig:
         scenes = [s.strip() for s in scenes.split(",") if s.strip()]
     style = make_section(PropStyle, {k: _tuple(v) for k, v in (d.pop("style", None) or {}).items()}, "style")
     rules = make_section(LabelRules, d.pop("rules", None), "rules")
-    audit = make_section(AuditConfig, d.pop("audit", None), "audit", " (see AuditConfig in tasks/threedpc/shortcuts.py)")
+    audit = make_section(AuditConfig, d.pop("audit", None), "audit", " (see AuditConfig, tasks/threedpc/shortcuts.py)")
     for k in ("ball_size_range", "observer_size_range"):
         if k in d:
             d[k] = _tuple(d[k])
