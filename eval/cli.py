@@ -5,8 +5,9 @@ Commands: ``probe``, ``finetune``, ``stats`` (Hydra, ``--multirun`` sweeps throu
 ``hydra/launcher=vantage_slurm`` on a cluster) and ``zoo`` (lists zoo configs). ``zoo=<name>`` with
 ``--multirun`` and no ``model=`` sweeps every model of that list. Commands are registered with
 :func:`command`; a new evaluation method registers its class in ``eval.runner.METHODS`` (in its own module)
-and its command in a module of its own listed in :data:`COMMAND_MODULES` (config ``configs/eval_<name>.yaml``,
-settings under the section ``<name>``).
+and its command in a module of its own listed in :data:`COMMAND_MODULES` (config ``configs/eval_<name>.yaml``;
+the settings section ``<name>`` is the method's dataclass, ``@command(..., settings="<module>:<Config>")``,
+registered as the Hydra structured config ``method/<name>``).
 """
 from __future__ import annotations
 
@@ -27,19 +28,37 @@ class Command:
     usage: str  # the line after the name in --help
     run: Callable
     hydra: bool = True
+    settings: str = ""  # "<module>:<dataclass>" behind the config section <name>: (a Hydra structured config)
+    required: tuple[str, ...] = ()  # fields of that section the command line must set
 
 
 COMMANDS: dict[str, Command] = {}
 
 
-def command(name: str, usage: str, hydra: bool = True):
-    """Decorator registering a command (an evaluation method's CLI registers under the method's name)."""
+def command(name: str, usage: str, hydra: bool = True, settings: str = "", required: tuple[str, ...] = ()):
+    """Decorator registering a command (an evaluation method's CLI registers under the method's name).
+    ``settings="<module>:<Dataclass>"``: the dataclass whose fields are the config section ``<name>:``; it is
+    registered as the Hydra structured config ``method/<name>`` before composing (``configs/eval_<name>.yaml``
+    composes it with ``- /method@<name>: <name>`` and restates none of its defaults); ``required``: its fields
+    without a usable default (``???``: the command line must set them)."""
 
     def deco(fn):
-        COMMANDS[name] = Command(name, usage, fn, hydra)
+        COMMANDS[name] = Command(name, usage, fn, hydra, settings, required)
         return fn
 
     return deco
+
+
+def register_settings(cmd: Command) -> None:
+    """Register ``cmd``'s settings dataclass as the Hydra config ``method/<name>`` (no-op without one)."""
+    if not cmd.settings:
+        return
+    import importlib
+
+    from tasks.schema import store_structured
+
+    module, cls = cmd.settings.split(":")
+    store_structured("method", getattr(importlib.import_module(module), cls), name=cmd.name, required=cmd.required)
 
 
 def usage() -> str:
@@ -106,7 +125,8 @@ def _prepare(c: dict, method: str):
         _fail(str(e))
 
 
-@command("probe", "linear probe on cached embeddings   model=<id> task=<dataset dir> out=<results dir>")
+@command("probe", "linear probe on cached embeddings   model=<id> task=<dataset dir> out=<results dir>",
+         settings="eval.probe:ProbeConfig")
 def probe_job(cfg) -> None:
     from .embeddings import EmbeddingError, get_embeddings
     from .probe import run_probe, seed_summary
@@ -128,7 +148,8 @@ def probe_job(cfg) -> None:
               f"(embeddings {'cached' if emb.from_cache else 'computed'})")
 
 
-@command("finetune", "fine-tune a whole model             model=<id> task=<dataset dir> out=<results dir>")
+@command("finetune", "fine-tune a whole model             model=<id> task=<dataset dir> out=<results dir>",
+         settings="eval.finetune:FinetuneConfig")
 def finetune_job(cfg) -> None:
     from .finetune import run_finetune
     from .probe import seed_summary
@@ -231,6 +252,7 @@ def main(argv: list[str] | None = None) -> None:
         rest = expand_zoo(rest)
     except ValueError as e:
         _fail(str(e))
+    register_settings(cmd)
     if not any(a.startswith("-") for a in rest):  # a mistyped key is an error: line, not Hydra's exit 1
         from render.cli import check_overrides
 

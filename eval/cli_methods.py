@@ -15,7 +15,8 @@ def _weights(c: dict):
                        init_seed=int(c["init_seed"]))
 
 
-@command("ood", "ImageNet OOD / 16-class decisions   model=<id> task=<stimulus folder> out=<results dir>")
+@command("ood", "ImageNet OOD / 16-class decisions   model=<id> task=<stimulus folder> out=<results dir>",
+         settings="eval.ood:OODConfig")
 def ood_job(cfg) -> None:
     from .ood import OODConfig, load_classifier, ood_tasks, run_ood
     from .tasks import TaskError
@@ -43,7 +44,8 @@ def ood_job(cfg) -> None:
     print(f"trials in {c['out']}; compare with humans: python -m eval stats results={c['out']} humans=<model-vs-human trials>")
 
 
-@command("decoder", "decoders at several depths          model=<id> task=<generated dir> decoder.targets=[col] out=<dir>")
+@command("decoder", "decoders at several depths          model=<id> task=<generated dir> decoder.targets=[col] out=<dir>",
+         settings="eval.decoders:DecoderConfig")
 def decoder_job(cfg) -> None:
     from .cli import _load
     from .decoders import DecoderConfig, decoder_features, load_decoder_data, run_decoders
@@ -72,7 +74,8 @@ def decoder_job(cfg) -> None:
               f"[{r.ci_low:.3f}, {r.ci_high:.3f}] (n={r.n}, best epoch {r.best_epoch})")
 
 
-@command("similarity", "similarity judgment per layer       model=<id> task=<generated dir> similarity.reference=<level> out=<dir>")
+@command("similarity", "similarity judgment per layer       model=<id> task=<generated dir> similarity.reference=<level> out=<dir>",
+         settings="eval.similarity:SimilarityConfig", required=("reference",))
 def similarity_job(cfg) -> None:
     from .cli import _load
     from .similarity import SimilarityConfig, run_similarity

@@ -14,7 +14,8 @@ def _zero_shot_task(c: dict):
         _fail(str(e))
 
 
-@command("diffusion", "diffusion zero-shot classifier      model=diffusion:<folder> task=<dataset dir> out=<results dir>")
+@command("diffusion", "diffusion zero-shot classifier      model=diffusion:<folder> task=<dataset dir> out=<results dir>",
+         settings="eval.diffusion:DiffusionConfig")
 def diffusion_job(cfg) -> None:
     from .diffusion import (DiffusionConfig, DiffusionError, class_prompts, load_diffusion, parse_model_id,
                             run_diffusion)
@@ -39,7 +40,8 @@ def diffusion_job(cfg) -> None:
               f"({dcfg.schedule_text()}, weighting {dcfg.weighting})")
 
 
-@command("vlm", "VLM prompting (3D-PC protocol)      model=openai:<m>|anthropic:<m>|gemini:<m> task=<dir> out=<dir>")
+@command("vlm", "VLM prompting (3D-PC protocol)      model=openai:<m>|anthropic:<m>|gemini:<m> task=<dir> out=<dir>",
+         settings="eval.vlm.run:VLMConfig")
 def vlm_job(cfg) -> None:
     import sys
     from pathlib import Path

@@ -75,15 +75,15 @@ class DiffusionConfig:
     """Settings of the diffusion classifier (module docstring). ``keep`` and ``samples`` are the adaptive
     schedule, one entry per stage; ``image_size`` None = the UNet's sample size times the VAE's factor."""
 
-    prompts: dict | None = None
-    template: str | None = None
-    keep: tuple[int, ...] = (1,)
-    samples: tuple[int, ...] = (50,)
-    weighting: str = "uniform"
-    loss: str = "l2"
-    image_size: int | None = None
-    batch_size: int = 32
-    seeds: tuple[int, ...] = (0,)
+    prompts: dict | None = None  # {class name: prompt}; None = 3D-PC paper prompts (vpt, depth) or the template
+    template: str | None = None  # e.g. 'a photo of a {class}' (quote it on the command line)
+    keep: tuple[int, ...] = (1,)  # classes kept after each stage (Li et al. used [5, 1] for many classes)
+    samples: tuple[int, ...] = (50,)  # (t, eps) samples per class by the end of each stage (Li et al.: [50, 500])
+    weighting: str = "uniform"  # uniform | elbo
+    loss: str = "l2"  # l2 | l1
+    image_size: int | None = None  # None = the model's native size (SD 2.0 base: 512)
+    batch_size: int = 32  # UNet evaluations per forward pass
+    seeds: tuple[int, ...] = (0,)  # each seed draws its own shared noise set
     n_boot: int = 10_000
     ci: float = 0.95
 

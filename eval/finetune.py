@@ -27,13 +27,15 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class FinetuneConfig:
+    """The 3D-PC protocol's fine-tuning (``python -m eval finetune``: ``finetune.<field>=``)."""
+
     lr: float = 5e-5
     weight_decay: float = 1e-4
     epochs: int = 30
     batch_size: int = 16
     dropout: float = 0.7
     patience: int = 5
-    monitor: str = "val_loss"
+    monitor: str = "val_loss"  # val_loss | val_accuracy
     seeds: tuple[int, ...] = (0,)
     num_workers: int = 0
     n_boot: int = 10_000

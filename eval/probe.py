@@ -26,12 +26,14 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class ProbeConfig:
+    """The 3D-PC protocol's linear probe (``python -m eval probe``: ``probe.<field>=``)."""
+
     lr: float = 5e-4
     weight_decay: float = 1e-4
     epochs: int = 50
     batch_size: int = 128
     dropout: float = 0.3
-    patience: int = 10
+    patience: int = 10  # epochs without improvement before stopping (0 = run all, keep the best)
     monitor: str = "val_loss"  # val_loss | val_accuracy
     seeds: tuple[int, ...] = (0, 1, 2)
     n_boot: int = 10_000

@@ -38,6 +38,15 @@ def _one_line(e: BaseException) -> str:
     return " ".join(line.strip() for line in msg.splitlines() if line.strip())
 
 
+def _composition_error(e: BaseException) -> str:
+    """One line for a failed Hydra composition, with the reason OmegaConf gave (Hydra's own message says only
+    which override failed, e.g. a value of the wrong type for a structured config's field)."""
+    msg = _one_line(e)
+    cause = str(e.__cause__ or "").strip()
+    first = cause.splitlines()[0].strip() if cause else ""
+    return f"{msg}: {first}" if first and first not in msg else msg
+
+
 def run_guarded(job: Callable[[], object], debug: bool = False,
                 user_errors: tuple[type[BaseException], ...] = (ValueError, OSError, RuntimeError)) -> int:
     """Run ``job()``; map what it raises to an exit status and one line on stderr. Returns 0 on success."""
@@ -88,7 +97,7 @@ def check_overrides(config_name: str, overrides: list[str]) -> None:
         with initialize_config_module(config_module="configs", version_base=None):
             hydra_compose(config_name=config_name, overrides=list(overrides))
     except Exception as e:  # noqa: BLE001 - Hydra/OmegaConf parse and composition errors
-        raise ValueError(f"{_one_line(e)} (arguments: {' '.join(overrides) or 'none'})") from None
+        raise ValueError(f"{_composition_error(e)} (arguments: {' '.join(overrides) or 'none'})") from None
     finally:
         GlobalHydra.instance().clear()
 
@@ -116,7 +125,7 @@ def run_hydra(config_name: str, job: Callable[[dict], str | None], argv: list[st
         try:
             holder["cfg"] = compose(config_name, argv)
         except Exception as e:  # noqa: BLE001 - Hydra/OmegaConf parse and composition errors
-            raise ValueError(f"{_one_line(e)} (arguments: {' '.join(argv) or 'none'})") from e
+            raise ValueError(f"{_composition_error(e)} (arguments: {' '.join(argv) or 'none'})") from e
 
     code = run_guarded(_compose, debug)
     if code:

@@ -53,7 +53,7 @@ class LabelRules:
     depth_gap_min: float = field(0.10, "relative depth gap below which depth order is ambiguous", range=(0, 2))
     prop_visible_min: float = field(0.5, "least visible fraction of a prop in the viewer's image", range=(0, 1))
     prop_in_image_min: float = field(0.9, "least share of a prop's surface inside the image", range=(0, 1))
-    n_rays: int = field(256, "rays per line-of-sight test", range=(1, 1_000_000))
+    n_rays: int = field(256, "rays per line-of-sight test", range=(1, 65536))
     check_size: int = field(64, "render-check image size (pixels)", range=(8, 4096))
     alpha_hidden: float = field(0.5, "splat opacity in front of a prop pixel that hides it", range=(0, 1))
     aperture_scale: float = field(0.25, "aperture radius in observer sizes (0 = single eye point)", range=(0, 10))

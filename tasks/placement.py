@@ -32,6 +32,7 @@ import numpy as np
 from scenes.props import GREEN, RED, SUPPORT_COLORS, Observer, Support, Target
 
 from .labels import LabelRules, aperture_label, in_view
+from .schema import field, make_section, store_structured
 
 OUTCOMES = ("visible", "occluded", "out_of_view")
 DESIGNS = ("matched", "legacy")
@@ -71,15 +72,19 @@ class Placement:
 
 @dataclasses.dataclass(frozen=True)
 class PropStyle:
-    """Sizes (m), colours and shapes of the props; the defaults are the 3D-PC's green camera and red ball."""
+    """Sizes (m), colours and shapes of the props; the defaults are the 3D-PC's green camera and red ball.
 
-    observer_size: float = 0.24
-    observer_shape: str = "camera"
-    observer_color: tuple[float, float, float] = GREEN
-    observer_fov_deg: float = 60.0
-    target_size: float = 0.18
-    target_shape: str = "ball"
-    target_color: tuple[float, float, float] = RED
+    Checked where it is read from a configuration (``tasks.schema.make_section``: ``style.…``,
+    ``props.style.…``), not in ``__post_init__``: the builder derives per-placement styles by scaling the
+    sizes (``tasks.threedpc.build.sized_style``), which may leave the configured range."""
+
+    observer_size: float = field(0.24, "observer body width (m)", range=(0.01, 5))
+    observer_shape: str = field("camera", "observer shape", choices=("camera", "arrow"))
+    observer_color: tuple[float, float, float] = field(GREEN, "observer RGB in [0, 1]", range=(0, 1))
+    observer_fov_deg: float = field(60.0, "observer's field of view (degrees; the in-view test)", range=(1, 170))
+    target_size: float = field(0.18, "ball diameter / cube edge (m)", range=(0.01, 5))
+    target_shape: str = field("ball", "target shape", choices=("ball", "cube"))
+    target_color: tuple[float, float, float] = field(RED, "target RGB in [0, 1]", range=(0, 1))
 
 
 def _clear_of(mesh, point: np.ndarray, radius: float, margin: float = 0.03) -> bool:
@@ -624,10 +629,11 @@ def _position(xyz, base: float) -> tuple[float, float, float]:
 def placement_from_config(scene, cfg: dict) -> tuple[Placement | None, LabelRules, dict]:
     """Resolve a ``props`` configuration (configs/props/*.yaml) → (placement or None, rules, evidence)."""
     mode = cfg.get("mode", "none")
-    rules = LabelRules(**cfg.get("rules", {}))
+    rules = make_section(LabelRules, cfg.get("rules", {}), "props.rules")
     if mode == "none":
         return None, rules, {}
-    style = PropStyle(**{k: tuple(v) if isinstance(v, list) else v for k, v in cfg.get("style", {}).items()})
+    style = {k: tuple(v) if isinstance(v, list) else v for k, v in cfg.get("style", {}).items()}
+    style = make_section(PropStyle, style, "props.style")
     if mode == "sample":
         rng = np.random.default_rng([int(cfg.get("seed", 0)), 0x9D])
         placement, evidence = sample_placement(scene, cfg.get("outcome", "visible"), rng, style, rules)
@@ -643,3 +649,11 @@ def placement_from_config(scene, cfg: dict) -> tuple[Placement | None, LabelRule
                      style.target_shape)
         return Placement(obs, tgt), rules, {}
     raise ValueError(f"props.mode={mode!r}; one of none, sample, explicit")
+
+
+def register_configs() -> None:
+    """The Hydra config groups whose defaults are these dataclasses (``configs/props/*.yaml`` and
+    ``configs/threedpc.yaml`` compose them): ``prop_style/default`` = :class:`PropStyle`,
+    ``label_rules/default`` = :class:`tasks.labels.LabelRules`. Call before composing those configs."""
+    store_structured("prop_style", PropStyle)
+    store_structured("label_rules", LabelRules)

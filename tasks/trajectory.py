@@ -30,6 +30,15 @@ __all__ = ["read_cameras", "render_trajectory", "validate_options"]
 BACKGROUND_HELP = "an RGB triple in [0, 1], e.g. background=[0.5,0.5,0.5]"
 
 
+def register_configs() -> None:
+    """Register the Hydra config groups ``configs/props/*.yaml`` compose (``prop_style``, ``label_rules``,
+    whose defaults are the dataclasses; :func:`tasks.placement.register_configs`). Call before composing
+    ``trajectory``."""
+    from .placement import register_configs as register_prop_configs
+
+    register_prop_configs()
+
+
 def read_cameras(path: str | os.PathLike) -> list[Camera]:
     """Cameras from a ``cameras.csv``/``.parquet`` written by this module (or any tool using its columns)."""
     import pandas as pd

@@ -1,6 +1,7 @@
-"""Each default has one source: the Python signature or dataclass. The YAML files Hydra composes mirror
-them for the command line; this test fails the moment a YAML default, a dataclass default or a prop
-colour drifts from its source (see docs/ARCHITECTURE.md, "Configuration")."""
+"""Each default has one source: the Python signature or dataclass. The dataclasses are registered as Hydra
+structured configs (no YAML copy); the YAML files that remain mirror function signatures for the command
+line. These tests fail the moment a composed default, a YAML default or a prop colour drifts from its source
+(see docs/ARCHITECTURE.md, "Configuration")."""
 from __future__ import annotations
 
 import dataclasses
@@ -48,15 +49,96 @@ def test_export_yaml_mirrors_export_scene():
     assert d["out"] == "${name}.ply"
 
 
-def test_prop_style_and_label_rules_yaml_mirror_their_dataclasses():
+def _plain_defaults(cls, skip=()) -> dict:
+    """A dataclass's defaults as Hydra composes them (tuples as lists)."""
+    return {f.name: list(f.default) if isinstance(f.default, tuple) else f.default
+            for f in dataclasses.fields(cls) if f.name not in skip and f.default is not dataclasses.MISSING}
+
+
+def test_structured_config_groups_are_their_dataclasses():
+    """Issue 21.3: prop_style, label_rules, audit and the preset's defaults are the dataclasses themselves
+    (Hydra structured configs), so the composed command-line config cannot drift from them and no YAML
+    restates them."""
+    from render.cli import compose
+    from scenes.catalogue import catalogue_names
     from tasks.labels import LabelRules
     from tasks.placement import PropStyle
+    from tasks.threedpc.config import BuildConfig, config_from_dict, register_configs
+    from tasks.threedpc.shortcuts import AuditConfig
 
-    for rel, cls in (("prop_style/default.yaml", PropStyle), ("label_rules/default.yaml", LabelRules)):
-        d = _yaml(rel)
-        src = {f.name: f.default for f in dataclasses.fields(cls)}
-        assert set(d) == set(src), f"configs/{rel} and {cls.__name__} name different fields"
-        _same(d, src, rel)
+    for group in ("prop_style", "label_rules", "audit", "preset"):
+        assert not (ROOT / "configs" / group / "default.yaml").exists(), f"configs/{group}/default.yaml restates it"
+    register_configs()
+    d = compose("threedpc", ["out=x"])
+    assert d["style"] == _plain_defaults(PropStyle)
+    assert d["rules"] == _plain_defaults(LabelRules)
+    assert d["audit"] == _plain_defaults(AuditConfig)
+    build = _plain_defaults(BuildConfig, skip=("style", "rules", "audit", "scene_splits"))
+    assert {k: d[k] for k in build} == build
+    assert (d["scenes"], d["scene_splits"]) == ("catalogue", None)
+    assert config_from_dict(d) == BuildConfig(scenes=tuple(catalogue_names()), out="x")
+    for props in ("sample", "explicit"):
+        p = compose("trajectory", [f"props={props}"])["props"]
+        assert p["style"] == _plain_defaults(PropStyle) and p["rules"] == _plain_defaults(LabelRules)
+    # the CLI spellings keep working, typed by the dataclass (OmegaConf converts 64 -> int, 0.2 -> float)
+    d = compose("threedpc", ["out=x", "rules.n_rays=64", "audit.enforce=false", "style.target_size=0.2"])
+    assert (d["rules"]["n_rays"], d["audit"]["enforce"], d["style"]["target_size"]) == (64, False, 0.2)
+    import pytest
+
+    with pytest.raises(Exception, match="n_rays"):
+        compose("threedpc", ["out=x", "rules.n_rays=many"])
+
+
+def test_preset_and_section_checks_come_from_the_field_declarations():
+    """The build's own ranges and the prop style's live in their fields' metadata (tasks.schema.field), checked
+    by the one validator with the dotted key in the message."""
+    import pytest
+
+    from tasks.placement import PropStyle
+    from tasks.schema import ConfigError, make_section
+    from tasks.threedpc.config import BuildConfig
+
+    undeclared = {"scenes", "out", "scene_splits", "style", "rules", "audit"}  # required, or sections / pairs
+    for cls, skip in ((PropStyle, set()), (BuildConfig, undeclared)):
+        missing = [f.name for f in dataclasses.fields(cls) if f.name not in skip and not f.metadata.get("help")]
+        assert not missing, f"{cls.__name__}: fields not declared with tasks.schema.field: {missing}"
+    with pytest.raises(ConfigError, match=r"style\.target_color=\(1, 0\) must have 3 values"):
+        make_section(PropStyle, {"target_color": (1, 0)}, "style")
+    with pytest.raises(ConfigError, match=r"style\.observer_fov_deg=200 is out of range \[1, 170\]"):
+        make_section(PropStyle, {"observer_fov_deg": 200}, "style")
+    with pytest.raises(ConfigError, match=r"rules\.n_rays=1\.5 must be a whole number"):
+        from tasks.labels import LabelRules
+
+        make_section(LabelRules, {"n_rays": 1.5}, "rules")
+
+
+def test_eval_method_sections_are_their_dataclasses():
+    """Each evaluation command's settings section (``probe:``, ``ood:`` ...) is its dataclass registered as a
+    structured config (``@command(..., settings=...)``): composed, it equals the dataclass's defaults (``???``
+    for the settings the command line must give), and no YAML restates it."""
+    import importlib
+
+    from hydra import compose, initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import OmegaConf
+
+    from eval.cli import COMMANDS, load_commands, register_settings
+
+    load_commands()
+    sections = {name: c for name, c in COMMANDS.items() if c.settings}
+    assert set(sections) >= {"probe", "finetune", "ood", "decoder", "similarity", "diffusion", "vlm"}
+    GlobalHydra.instance().clear()
+    with initialize_config_module(config_module="configs", version_base=None):
+        for name, cmd in sections.items():
+            assert name not in yaml.safe_load((ROOT / "configs" / f"eval_{name}.yaml").read_text()), \
+                f"configs/eval_{name}.yaml restates its {name}: section"
+            register_settings(cmd)
+            module, cls_name = cmd.settings.split(":")
+            cls = getattr(importlib.import_module(module), cls_name)
+            want = {**_plain_defaults(cls), **dict.fromkeys(cmd.required, "???")}
+            got = OmegaConf.to_container(compose(config_name=f"eval_{name}")[name])
+            assert got == want, f"eval_{name}: {name}: composes to {got}, its dataclass says {want}"
+    GlobalHydra.instance().clear()
 
 
 def test_prop_colours_agree_everywhere():

@@ -29,6 +29,9 @@ def _job(kw: dict) -> str:
 def main(argv: list[str] | None = None) -> None:
     from render.cli import run_hydra
 
+    from .config import register_configs
+
+    register_configs()  # the config groups whose defaults are dataclasses (prop_style, label_rules, audit, preset)
     argv = list(sys.argv[1:] if argv is None else argv)
     argv = ["+" + a if a.startswith("shard=") else a for a in argv]  # not a config field: appended
     run_hydra("threedpc", _job, argv)

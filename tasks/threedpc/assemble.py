@@ -14,10 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from ..labels import LABEL_RULE_VERSION
-from .build import LABELS_FILE, scene_dir_of, scene_rng
 from .config import BuildConfig, ConfigError
-
-VIEWS = ("vpt", "depth", "vpt_strategy", "human")
+from .layout import LABELS_FILE, VIEWS, scene_dir_of, scene_rng
 
 
 def _link(src: Path, dst: Path) -> None:

@@ -22,7 +22,6 @@ import json
 import math
 import os
 import shutil
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -30,42 +29,10 @@ import numpy as np
 from ..labels import aperture_label, label_frame, vpt_label
 from ..placement import (CompositeOccluders, Placement, PlacementError, PropStyle, make_props, sample_matched_settings,
                          sample_placement, staged_scene)
+from ..schema import validate_config, validate_section
 from .config import BuildConfig, ConfigError
+from .layout import LABELS_FILE, VIEWS, scene_dir, scene_dir_of, scene_rng  # noqa: F401 (re-exported)
 from .shortcuts import object_bounds_columns
-
-LABELS_FILE = "_labels.parquet"
-
-
-def scene_rng(cfg: BuildConfig, name: str, stream: int = 0) -> np.random.Generator:
-    return np.random.default_rng([cfg.seed, zlib.crc32(name.encode()), stream])
-
-
-def _safe(name: str) -> str:
-    return Path(name).stem if (os.path.sep in name or name.endswith((".ply", ".pt"))) else name
-
-
-def scene_dir(cfg: BuildConfig, scene, split: str) -> Path:
-    category = scene.metadata.get("category", _safe(scene.name))
-    return Path(cfg.out) / "images" / split / category / _safe(scene.name)
-
-
-def scene_dir_of(cfg: BuildConfig, name: str) -> Path:
-    """:func:`scene_dir` of scene ``name`` without building it when it is a catalogue name (its folder follows
-    from the name: building a catalogue scene costs seconds of CPU, and ``assemble`` needs only the folders);
-    scene files are loaded."""
-    from scenes.catalogue import parse_name
-    from scenes.gaussians import SceneError
-
-    split = cfg.split_of(name)
-    if not (os.path.sep in name or name.endswith((".ply", ".pt", ".yaml", ".yml", ".json"))):
-        try:
-            category, _ = parse_name(name)
-            return Path(cfg.out) / "images" / split / category / name
-        except SceneError:
-            pass
-    from scenes.load import load_scene
-
-    return scene_dir(cfg, load_scene(name), split)
 
 
 def jittered_style(style: PropStyle, rng: np.random.Generator, jitter: float, observer_min: float = 0.0) -> PropStyle:
@@ -535,40 +502,17 @@ def _job(args) -> str:
 
 
 def preflight(cfg: BuildConfig) -> None:
-    """Everything that could fail mid-build, checked before anything is rendered or stamped: values the
-    config validation leaves to the builder (size bound, prop style, label rules) and every scene
-    (each scene file is loaded). Raises :class:`ConfigError` naming the field and value."""
+    """Everything that could fail mid-build, checked before anything is rendered or stamped: every declared
+    field of the config and its sections (``tasks.schema``; a config made in Python need not have come through
+    ``config_from_dict``) and every scene (each scene file is loaded). Raises :class:`ConfigError` naming the
+    field and value."""
     from scenes.catalogue import parse_name
     from scenes.gaussians import SceneError
     from scenes.load import load_scene
 
-    if cfg.size > 4096:
-        raise ConfigError(f"size={cfg.size}: at most 4096 pixels")
-    st = cfg.style
-    for k in ("observer_size", "target_size"):
-        v = getattr(st, k)
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0.01 <= v <= 5:
-            raise ConfigError(f"style.{k}={v!r}: must be a size in metres in [0.01, 5]")
-    for k in ("observer_color", "target_color"):
-        v = getattr(st, k)
-        if not (isinstance(v, (tuple, list)) and len(v) == 3 and all(
-                isinstance(c, (int, float)) and not isinstance(c, bool) and 0 <= c <= 1 for c in v)):
-            raise ConfigError(f"style.{k}={v!r}: must be an RGB triple in [0, 1], e.g. [0.1,0.75,0.15]")
-    if st.observer_shape not in ("camera", "arrow"):
-        raise ConfigError(f"style.observer_shape={st.observer_shape!r}: one of camera, arrow")
-    if st.target_shape not in ("ball", "cube"):
-        raise ConfigError(f"style.target_shape={st.target_shape!r}: one of ball, cube")
-    if not isinstance(st.observer_fov_deg, (int, float)) or not 1 <= st.observer_fov_deg <= 170:
-        raise ConfigError(f"style.observer_fov_deg={st.observer_fov_deg!r}: degrees in [1, 170]")
-    r = cfg.rules
-    for k in ("vpt_visible_min", "vpt_hidden_max", "prop_visible_min", "prop_in_image_min", "alpha_hidden"):
-        v = getattr(r, k)
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 <= v <= 1:
-            raise ConfigError(f"rules.{k}={v!r}: must be a fraction in [0, 1]")
-    for k, lo in (("n_rays", 1), ("check_size", 8)):
-        v = getattr(r, k)
-        if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= 65536:
-            raise ConfigError(f"rules.{k}={v!r}: must be a whole number in [{lo}, 65536]")
+    validate_config(cfg)
+    for section in ("style", "rules", "audit"):
+        validate_section(getattr(cfg, section), section)
     for name in cfg.scenes:
         try:
             if os.path.exists(name) or os.path.sep in name or name.endswith((".ply", ".pt", ".yaml", ".yml", ".json")):
@@ -596,8 +540,6 @@ def _owned(cfg: BuildConfig):
             except (OSError, ValueError, KeyError):
                 pass
             files += [labels, labels.with_name("_scene.json")]
-        from .assemble import VIEWS
-
         return files, [out / v for v in VIEWS]
     return owned
 

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from typing import Any
 
 from ..labels import LabelRules
 from ..placement import DESIGNS, PropStyle
-from ..schema import ConfigError, make_section
+from ..schema import ConfigError, field, make_section, store_structured, validate_config
 from .shortcuts import AuditConfig
 
 SPLITS = ("train", "val", "test", "strategy")
@@ -51,33 +52,37 @@ class BuildConfig:
 
     scenes: tuple[str, ...]
     out: str
-    seed: int = 0
-    settings: int = 10
-    out_of_view_fraction: float = 0.4
-    frames: int = 50
-    size: int = 256
-    arc_deg: float = 90.0
-    radius_jitter: float = 0.12
-    height_jitter: float = 0.6
-    ball_size_range: tuple[float, float] = (0.6, 2.0)
-    observer_size_range: tuple[float, float] = (0.8, 1.6)
-    viewer_scale: float = 1.25
-    zoom_max: float = 3.0
-    frame_margin: float = 0.08
-    min_observer_height: float = 0.0625
-    min_ball_height: float = 0.0390625
-    placement_design: str = "matched"
-    val_holdout: str = "scene"
-    val_settings: int = 2
-    human_n: int = 94
-    strategy_steps: int = 10
+    seed: int = field(0, "seed of everything random in the build", range=(0, 2**63 - 1))
+    settings: int = field(10, "placements per basic-task scene (even: half VPT-visible)", range=(2, math.inf))
+    out_of_view_fraction: float = field(0.4, "share of not-visible settings made by facing away", range=(0, 1))
+    frames: int = field(50, "frames per viewer trajectory", range=(2, math.inf))
+    size: int = field(256, "image width = height (pixels)", range=(16, 4096))
+    arc_deg: float = field(90.0, "viewer arc swept around the object (degrees)")
+    radius_jitter: float = field(0.12, "relative viewer-radius offset from the reference orbit")
+    height_jitter: float = field(0.6, "viewer height offset from the reference orbit (m)")
+    ball_size_range: tuple[float, float] = field((0.6, 2.0), "log-uniform ball size factors [low, high]",
+                                                 range=(0, 5))
+    observer_size_range: tuple[float, float] = field((0.8, 1.6), "log-uniform observer size factors [low, high]",
+                                                     range=(0, 5))
+    viewer_scale: float = field(1.25, "viewer orbit / reference orbit", range=(0.3, 5))
+    zoom_max: float = field(3.0, "largest framing zoom (focal-length factor)", range=(1, 10))
+    frame_margin: float = field(0.08, "props kept this fraction of the image inside its border (< 0.4)",
+                                range=(0, 0.4))
+    min_observer_height: float = field(0.0625, "least observer height on screen (fraction of the image)",
+                                       range=(0, 0.5))
+    min_ball_height: float = field(0.0390625, "least ball height on screen (fraction of the image; 10 px at 256)", range=(0, 0.5))
+    placement_design: str = field("matched", "how placements are sampled", choices=DESIGNS)
+    val_holdout: str = field("scene", "what validation holds out", choices=VAL_HOLDOUTS)
+    val_settings: int = field(2, "with val_holdout=setting: settings per training scene held out")
+    human_n: int = field(94, "images in the balanced human-test subset (0 = none)", range=(0, math.inf))
+    strategy_steps: int = field(10, "images per VPT-Strategy scene")
     scene_splits: tuple[tuple[str, str], ...] = ()
     style: PropStyle = PropStyle()
     rules: LabelRules = LabelRules()
     audit: AuditConfig = AuditConfig()
-    workers: int = 2
-    max_placement_tries: int = 40
-    overwrite: bool = False
+    workers: int = field(2, "processes building scenes", range=(1, math.inf))
+    max_placement_tries: int = field(40, "sampling attempts per placement")
+    overwrite: bool = field(False, "replace a different build in out (only the files Vantage wrote)")
 
     def split_of(self, scene: str) -> str:
         """train, val, test or strategy (scene_splits first; catalogue instances 01-02 train, 03 test,
@@ -143,12 +148,42 @@ def _tuple(v):
     return tuple(v) if isinstance(v, (list, tuple)) else v
 
 
+# settings of configs/threedpc.yaml's groups or of the command line, not of the preset
+_NOT_PRESET = ("out", "style", "rules", "audit")
+
+
+def preset_defaults() -> dict[str, Any]:
+    """The Hydra config ``preset/default`` (package ``_global_``): every :class:`BuildConfig` default as the
+    command line spells it (lists for tuples; ``scenes: catalogue``, ``scene_splits: null``)."""
+    d: dict[str, Any] = {"scenes": "catalogue"}
+    for f in dataclasses.fields(BuildConfig):
+        if f.name in _NOT_PRESET or f.default is dataclasses.MISSING:
+            continue
+        d[f.name] = list(f.default) if isinstance(f.default, tuple) else f.default
+    d["scene_splits"] = None  # {scene: train|test|strategy} on the command line
+    return d
+
+
+def register_configs() -> None:
+    """Register the Hydra configs of ``configs/threedpc.yaml`` that come from dataclasses: ``prop_style``,
+    ``label_rules`` (:func:`tasks.placement.register_configs`), ``audit/default`` = :class:`AuditConfig`,
+    ``preset/default`` = :func:`preset_defaults`. Call before composing ``threedpc``."""
+    from hydra.core.config_store import ConfigStore
+
+    from ..placement import register_configs as register_prop_configs
+
+    register_prop_configs()
+    store_structured("audit", AuditConfig)
+    ConfigStore.instance().store(group="preset", name="default", node=preset_defaults(), package="_global_")
+
+
 def compose_config(overrides: list[str] | tuple[str, ...] = ()) -> BuildConfig:
     """The config the CLI would build from ``overrides`` (e.g. ``["preset=small", "out=..."]``): Hydra's
     composition of ``configs/threedpc.yaml``, for library callers, tests and benchmarks."""
     from hydra import compose, initialize_config_module
     from omegaconf import OmegaConf
 
+    register_configs()
     with initialize_config_module(config_module="configs", version_base=None):
         cfg = compose(config_name="threedpc", overrides=list(overrides))
     return config_from_dict(OmegaConf.to_container(cfg, resolve=True))
@@ -166,9 +201,9 @@ def config_from_dict(d: dict) -> BuildConfig:
         scenes = catalogue_names()
     if isinstance(scenes, str):
         scenes = [s.strip() for s in scenes.split(",") if s.strip()]
-    style = PropStyle(**{k: _tuple(v) for k, v in (d.pop("style", None) or {}).items()})
+    style = make_section(PropStyle, {k: _tuple(v) for k, v in (d.pop("style", None) or {}).items()}, "style")
     rules = make_section(LabelRules, d.pop("rules", None), "rules")
-    audit = make_section(AuditConfig, d.pop("audit", None), "audit", " (see configs/audit/default.yaml)")
+    audit = make_section(AuditConfig, d.pop("audit", None), "audit", " (see AuditConfig, tasks/threedpc/shortcuts.py)")
     for k in ("ball_size_range", "observer_size_range"):
         if k in d:
             d[k] = _tuple(d[k])
@@ -183,10 +218,10 @@ def config_from_dict(d: dict) -> BuildConfig:
 
 
 def validate(cfg: BuildConfig) -> None:
-    """Fail fast, before rendering, with what is wrong and how to fix it."""
+    """Fail fast, before rendering, with what is wrong and how to fix it: every field's declared type, choices
+    and range (``tasks.schema.validate_config``), then the rules between fields and the scenes."""
     # first: the seed chooses the validation scenes (split_of), which the checks below use
-    if not isinstance(cfg.seed, int) or isinstance(cfg.seed, bool) or cfg.seed < 0:
-        raise ConfigError(f"seed={cfg.seed!r}: must be a whole number >= 0")
+    validate_config(cfg)
     from scenes.catalogue import parse_name
     from scenes.gaussians import SceneError
 
@@ -214,35 +249,17 @@ def validate(cfg: BuildConfig) -> None:
             f"too few scenes for the split: train {len(by_split['train'])}, test {len(by_split['test'])}; "
             "need at least one of each (catalogue instances 01-02 train, 03 test)"
         )
-    if cfg.settings < 2 or cfg.settings % 2:
+    if cfg.settings % 2:
         raise ConfigError(f"settings={cfg.settings}: must be even and >= 2 (half VPT-visible, half not)")
-    if cfg.placement_design not in DESIGNS:
-        raise ConfigError(f"placement_design={cfg.placement_design!r}: one of {DESIGNS}")
-    if cfg.val_holdout not in VAL_HOLDOUTS:
-        raise ConfigError(f"val_holdout={cfg.val_holdout!r}: one of {VAL_HOLDOUTS}")
     if cfg.val_holdout == "setting" and (cfg.val_settings % 2 or not 0 <= cfg.val_settings < cfg.settings):
         raise ConfigError(f"val_settings={cfg.val_settings}: must be even and < settings={cfg.settings} "
                           "(one visible and one not-visible setting per pair)")
-    if not 0 <= cfg.out_of_view_fraction <= 1:
-        raise ConfigError(f"out_of_view_fraction={cfg.out_of_view_fraction}: must be in [0, 1]")
-    if cfg.frames < 2 or cfg.size < 16:
-        raise ConfigError(f"frames={cfg.frames}, size={cfg.size}: need frames >= 2 and size >= 16")
     for k in ("ball_size_range", "observer_size_range"):
         v = getattr(cfg, k)
-        if not (isinstance(v, tuple) and len(v) == 2 and all(isinstance(x, (int, float)) and not isinstance(x, bool)
-                                                              for x in v) and 0 < v[0] <= v[1] <= 5):
+        if not 0 < v[0] <= v[1]:
             raise ConfigError(f"{k}={v!r}: must be [low, high] size factors with 0 < low <= high <= 5, e.g. [0.5, 2.0]")
-    if not 0.3 <= cfg.viewer_scale <= 5:
-        raise ConfigError(f"viewer_scale={cfg.viewer_scale}: must be in [0.3, 5] (reference orbits)")
-    if not 1 <= cfg.zoom_max <= 10 or not 0 <= cfg.frame_margin < 0.4:
-        raise ConfigError(f"zoom_max={cfg.zoom_max}, frame_margin={cfg.frame_margin}: need 1 <= zoom_max <= 10 "
-                          "and 0 <= frame_margin < 0.4")
-    for k in ("min_observer_height", "min_ball_height"):
-        v = getattr(cfg, k)
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 <= v <= 0.5:
-            raise ConfigError(f"{k}={v!r}: must be a fraction of the image height in [0, 0.5] (0.0625 = 16 px at 256)")
-    if cfg.human_n < 0:
-        raise ConfigError(f"human_n={cfg.human_n}: must be >= 0 (0 = no human-test subset)")
+    if cfg.frame_margin >= 0.4:
+        raise ConfigError(f"frame_margin={cfg.frame_margin}: must be < 0.4 (props this far inside each border)")
     capacity = len(by_split["test"]) * cfg.settings * cfg.frames
     if cfg.human_n > capacity // 4:
         raise ConfigError(
@@ -251,5 +268,3 @@ def validate(cfg: BuildConfig) -> None:
         )
     if by_split["strategy"] and cfg.strategy_steps < 4:
         raise ConfigError(f"strategy_steps={cfg.strategy_steps}: need >= 4 (clear → blocked → clear)")
-    if cfg.workers < 1:
-        raise ConfigError(f"workers={cfg.workers}: must be >= 1")

@@ -17,7 +17,7 @@ images, what a careful reviewer would try, each fitted on ``split == "train"`` a
 
 Confidence intervals (95%) are percentile bootstraps over placements, i.e. (scene, setting) clusters: the
 frames of a setting share their VPT label and nearly all their layout, so images are not independent.
-Gates (:class:`AuditConfig`, ``configs/audit/default.yaml``) turn the numbers into pass/fail; a build whose
+Gates (:class:`AuditConfig`, the ``audit.*`` settings) turn the numbers into pass/fail; a build whose
 audit fails is kept on disk but the build raises :class:`ShortcutAuditFailed`. A gate is enforced only when
 its measure rests on at least ``min_placements`` placements: on a handful (``preset=small``: 8 test
 placements) a null cue's AUC has a 95% CI of about ±0.3, so a failure there says nothing about the design.
@@ -46,7 +46,7 @@ class ShortcutAuditFailed(RuntimeError):
 
 @dataclasses.dataclass(frozen=True)
 class AuditConfig:
-    """Gates and settings of the shortcut audit (defaults: ``configs/audit/default.yaml``).
+    """Gates and settings of the shortcut audit (the Hydra group ``audit``: these defaults, ``audit.<field>=``).
 
     enabled: run the audit at all (off only for special builds; the summary then says so).
     enforce: fail the build when a gate is exceeded (``false`` keeps building while iterating; the table and
@@ -548,7 +548,7 @@ def failure_message(table, out=None) -> str:
     return (f"3D-PC shortcut audit failed {len(bad)} gate(s): {items}. A model could answer these labels from "
             f"2D layout, orientation or raw pixels instead of perspective taking.{where} To keep building while "
             "iterating, pass audit.enforce=false (the audit is still written); to relax a gate, override it, e.g. "
-            "audit.vpt_auc_low=0.3 audit.vpt_auc_high=0.7 (defaults in configs/audit/default.yaml).")
+            "audit.vpt_auc_low=0.3 audit.vpt_auc_high=0.7 (defaults: AuditConfig in tasks/threedpc/shortcuts.py).")
 
 
 def audit_markdown(table, cfg: AuditConfig) -> str:
