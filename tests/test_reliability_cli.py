@@ -17,8 +17,11 @@ ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 def _interrupt(args, ready, tmp_path, timeout=120):
     """Start ``python -m args`` in its own session, wait until ``ready()``, press Ctrl-C (SIGINT to the
     whole process group, as a terminal does) and return the finished process."""
+    # SIGINT back to its default in the child: a shell's background job (e.g. ``make test &``) starts with
+    # SIGINT ignored, which Python then keeps; a terminal's foreground command never has it ignored
     p = subprocess.Popen([sys.executable, "-m", *args], cwd=tmp_path, env=ENV, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, start_new_session=True)
+                         stderr=subprocess.PIPE, text=True, start_new_session=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     t0 = time.time()
     while not ready() and time.time() - t0 < timeout and p.poll() is None:
         time.sleep(0.05)
