@@ -41,6 +41,18 @@ class TextureFields:
     texture_width: float = field(1.5, "texture line width (px)", range=(0.5, 10.0))
 
 
+def _stamp_glyph(tex: np.ndarray, cov: np.ndarray, cx: float, cy: float) -> int:
+    """Max-composite the glyph coverage ``cov`` centred at (``cx``, ``cy``) into ``tex`` (clipped to it);
+    1 when any of it lands on the canvas, else 0 (the element count)."""
+    h, w = cov.shape
+    r0, c0 = int(round(cy - h / 2)), int(round(cx - w / 2))
+    rs, cs, re_, ce = max(r0, 0), max(c0, 0), min(r0 + h, tex.shape[0]), min(c0 + w, tex.shape[1])
+    if re_ <= rs or ce <= cs:
+        return 0
+    block = tex[rs:re_, cs:ce]
+    np.maximum(block, cov[rs - r0:re_ - r0, cs - c0:ce - c0], out=block)
+    return 1
+
 def texture_alpha(cfg, size: int, rng: np.random.Generator, where: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
     """A texture over the ``size``² canvas (float32 coverage) and its annotation columns. Elements whose box
     misses the bounding box of ``where > 0`` (the shape it will fill) are drawn from ``rng`` but neither
@@ -87,14 +99,7 @@ def texture_alpha(cfg, size: int, rng: np.random.Generator, where: np.ndarray | 
                 if 0 < cx < size and 0 < cy < size and misses(cy - m, cy + m, cx - m, cx + m):
                     n += 1  # its block meets the canvas (it holds the centre), but no pixel of the shape
                     continue
-                cov = text_coverage(ch, font, "DejaVuSans", turn)
-                h, w = cov.shape
-                r0, c0 = int(round(cy - h / 2)), int(round(cx - w / 2))
-                rs, cs, re_, ce = max(r0, 0), max(c0, 0), min(r0 + h, size), min(c0 + w, size)
-                if re_ > rs and ce > cs:
-                    block = tex[rs:re_, cs:ce]
-                    np.maximum(block, cov[rs - r0:re_ - r0, cs - c0:ce - c0], out=block)
-                    n += 1
+                n += _stamp_glyph(tex, text_coverage(ch, font, "DejaVuSans", turn), cx, cy)
         return tex, {"texture": "characters", "n_elements": n}
     slope = float(rng.uniform(0, 180))
     d = np.array([np.cos(np.radians(slope)), np.sin(np.radians(slope))]) * cfg.line_length / 2
@@ -194,14 +199,7 @@ def texture_alpha_reference(cfg, size: int, rng: np.random.Generator,
                 reach = font * 1.5  # a turned glyph's half-diagonal is below 1.5 em
                 if cy + reach < box[0] or cy - reach > box[1] or cx + reach < box[2] or cx - reach > box[3]:
                     continue
-                cov = text_coverage(ch, font, "DejaVuSans", turn)
-                h, w = cov.shape
-                r0, c0 = int(round(cy - h / 2)), int(round(cx - w / 2))
-                rs, cs, re_, ce = max(r0, 0), max(c0, 0), min(r0 + h, size), min(c0 + w, size)
-                if re_ > rs and ce > cs:
-                    block = tex[rs:re_, cs:ce]
-                    np.maximum(block, cov[rs - r0:re_ - r0, cs - c0:ce - c0], out=block)
-                    n += 1
+                n += _stamp_glyph(tex, text_coverage(ch, font, "DejaVuSans", turn), cx, cy)
         return tex, {"texture": "characters", "n_elements": n}
     slope = float(rng.uniform(0, 180))
     d = np.array([np.cos(np.radians(slope)), np.sin(np.radians(slope))]) * cfg.line_length / 2
