@@ -145,17 +145,24 @@ def test_threedpc_shards_with_hydra_joblib_launcher(threedpc_whole, tmp_path):
     assert tree(out) == threedpc_whole
 
 
+FOUR = ["scenes=[hydrant_01,hydrant_03,chair_02,bench_01]"]  # one scene per shard at n=4
+
+
 @pytest.mark.slow
-def test_threedpc_shards_with_submitit_local_executor(threedpc_whole, tmp_path):
+def test_threedpc_four_shards_with_submitit_local_executor(tmp_path):
+    """Issue 19's check: n=4 shards, each a submitit job on the local executor, merged, byte-identical to the
+    one-machine build of the same config."""
     import submitit
 
     from tasks.threedpc.shard import run  # a library function: the job processes cannot import this test file
 
+    _threedpc([*TINY, *FOUR, f"out={tmp_path / 'whole'}"])
     out = tmp_path / "submitit"
-    cfg = _cfg(out)
+    cfg = _cfg(out, FOUR)
     ex = submitit.LocalExecutor(folder=str(tmp_path / "logs"))
     ex.update_parameters(timeout_min=30)
-    jobs = [ex.submit(run, cfg, f"{i}/3", False) for i in range(3)]
+    jobs = [ex.submit(run, cfg, f"{i}/4", False) for i in range(4)]
     assert all("built shard" in j.result() for j in jobs)
-    assert "merged 3 shard(s)" in run(cfg, "merge/3", progress=False)
-    assert tree(out) == threedpc_whole
+    assert len(list((out / ".shards").iterdir())) == 4
+    assert "merged 4 shard(s)" in run(cfg, "merge/4", progress=False)
+    assert tree(out) == tree(tmp_path / "whole")
