@@ -185,6 +185,8 @@ def main() -> None:
                 tcams = tcams[: args.trajectory_frames]
                 fps = {}
                 for mode in ("tiles", "frames"):
+                    for _ in splat_frames(g, tcams[:4], background=bgc, backend="cpu", mode=mode):
+                        pass  # warm-up: the serial kernels are compiled (or loaded from cache) on first use
                     t = time.perf_counter()
                     for _ in splat_frames(g, tcams, background=bgc, backend="cpu", mode=mode):
                         pass
