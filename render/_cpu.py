@@ -8,7 +8,8 @@ accumulation in float32.
 Pipeline (three passes over the Gaussians, none serial)
 1. ``_project`` (parallel over Gaussians): activation, EWA projection, dilation, conic, per-axis
    radii, view-dependent colour, culling. Writes a packed float64 record per Gaussian.
-2. Binning (``bin_tiles``): one stable sort of the kept Gaussians by camera z (numpy) and a parallel
+2. Binning (``bin_tiles``): one stable sort of the kept Gaussians by camera z (a compiled radix sort of the
+   depths' bit patterns, equal to numpy's stable argsort: ``depth_order``) and a parallel
    gather of their records in that order (``packed``: compositing then reads each tile's Gaussians at
    ascending addresses); ``_bin_count`` (parallel over fixed chunks of ``packed``) counts each chunk's
    tile overlaps; a prefix sum over (tile, chunk) gives every chunk its slot in every tile;
