@@ -8,7 +8,8 @@ accumulation in float32.
 Pipeline (three passes over the Gaussians, none serial)
 1. ``_project`` (parallel over Gaussians): activation, EWA projection, dilation, conic, per-axis
    radii, view-dependent colour, culling. Writes a packed float64 record per Gaussian.
-2. Binning (``bin_tiles``): one stable sort of the kept Gaussians by camera z (numpy) and a parallel
+2. Binning (``bin_tiles``): one stable sort of the kept Gaussians by camera z (a compiled radix sort of the
+   depths' bit patterns, equal to numpy's stable argsort: ``depth_order``) and a parallel
    gather of their records in that order (``packed``: compositing then reads each tile's Gaussians at
    ascending addresses); ``_bin_count`` (parallel over fixed chunks of ``packed``) counts each chunk's
    tile overlaps; a prefix sum over (tile, chunk) gives every chunk its slot in every tile;
@@ -403,10 +404,49 @@ PARALLEL = {k: nb.njit(parallel=True, cache=True)(_renamed(f, "_parallel")) for 
 SERIAL = {k: nb.njit(nogil=True, cache=True)(_renamed(f, "_serial")) for k, f in _STAGES.items()}
 
 
-def depth_order(rec, radii) -> np.ndarray:
-    """Indices of the kept Gaussians (radii not both 0) sorted stably by camera z (ties: input order)."""
+def depth_order(rec, radii, radix: bool = True) -> np.ndarray:
+    """Indices of the kept Gaussians (radii not both 0) sorted stably by camera z (ties: input order).
+
+    ``radix``: a compiled LSD radix sort of the depths' IEEE bit patterns (:func:`_radix_argsort`; a stable
+    sort has one result, so it equals the plain ``numpy.argsort(kind="stable")``, tested), about 5x cheaper
+    than numpy's Timsort on the ~200k Gaussians of a 3D-PC frame. Depths that are not all ≥ 0 (never kept
+    by the projection, which culls z < near) take the plain sort."""
     kept = np.flatnonzero((radii[:, 0] > 0) | (radii[:, 1] > 0))
-    return kept[np.argsort(rec[kept, 9], kind="stable")]
+    z = rec[kept, 9]
+    if radix and len(kept) > 1 and bool((z >= 0.0).all()):  # also False for any NaN
+        # non-negative float64 order = unsigned order of their bit patterns
+        return kept[_radix_argsort(np.ascontiguousarray(z).view(np.uint64))]
+    return kept[np.argsort(z, kind="stable")]
+
+
+@nb.njit(cache=True, nogil=True)
+def _radix_argsort(keys):
+    """Stable argsort of uint64 ``keys`` (LSD radix, four 16-bit digits; a digit all keys share is skipped)."""
+    n = keys.shape[0]
+    idx = np.arange(n)
+    key = keys.copy()
+    idx2 = np.empty(n, np.int64)
+    key2 = np.empty(n, np.uint64)
+    count = np.empty(65537, np.int64)
+    mask = np.uint64(0xFFFF)
+    for p in range(4):
+        shift = np.uint64(16 * p)
+        count[:] = 0
+        for i in range(n):
+            count[np.int64((key[i] >> shift) & mask) + 1] += 1
+        if count.max() == n:
+            continue
+        for d in range(65536):
+            count[d + 1] += count[d]
+        for i in range(n):
+            d = np.int64((key[i] >> shift) & mask)
+            pos = count[d]
+            count[d] = pos + 1
+            idx2[pos] = idx[i]
+            key2[pos] = key[i]
+        idx, idx2 = idx2, idx
+        key, key2 = key2, key
+    return idx
 
 
 def sort_and_pack(rec, radii, parallel: bool = True):

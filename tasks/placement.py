@@ -165,7 +165,7 @@ class TriangleRays:
 
     def __init__(self, mesh, chunk: int = 256):
         tri = np.asarray(mesh.triangles, float)            # (m, 3, 3)
-        self.v0 = tri[:, 0]
+        self.v0 = np.ascontiguousarray(tri[:, 0])
         self.e1 = tri[:, 1] - tri[:, 0]
         self.e2 = tri[:, 2] - tri[:, 0]
         self.chunk = chunk
@@ -182,7 +182,23 @@ class TriangleRays:
         return (tmax >= np.maximum(tmin, 0.0)) & np.isfinite(tmax)
 
     def intersects_location(self, origins, directions, multiple_hits: bool = False):
-        """(locations [k,3], ray indices [k], triangle ids [k]) of each ray's nearest hit at t > 0."""
+        """(locations [k,3], ray indices [k], triangle ids [k]) of each ray's nearest hit at t > 0.
+        Compiled (``tasks.raycast.nearest_hits``); bit for bit :meth:`intersects_location_reference`."""
+        from .raycast import nearest_hits
+
+        if multiple_hits:
+            raise ValueError("TriangleRays answers nearest hits only (multiple_hits=False)")
+        o_all = np.ascontiguousarray(origins, float)
+        d_all = np.ascontiguousarray(directions, float)
+        cand = np.flatnonzero(self._slab_hits(o_all, d_all))
+        best = np.full(len(o_all), np.inf)
+        tri = np.full(len(o_all), -1, np.int64)
+        nearest_hits(o_all, d_all, cand, self.v0, self.e1, self.e2, best, tri)
+        hit = np.flatnonzero(np.isfinite(best))
+        return o_all[hit] + best[hit, None] * d_all[hit], hit, tri[hit]
+
+    def intersects_location_reference(self, origins, directions, multiple_hits: bool = False):
+        """Plain twin of :meth:`intersects_location`: numpy over chunks of rays × all triangles."""
         if multiple_hits:
             raise ValueError("TriangleRays answers nearest hits only (multiple_hits=False)")
         o_all = np.asarray(origins, float)
