@@ -42,46 +42,44 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from tasks import schema as S
+
 TASK_TYPES = ("classification", "regression")
 
 
 @dataclass(frozen=True)
 class DecoderConfig:
-    targets: tuple[str, ...] = ()  # annotation columns to decode (classification: exactly one)
-    task_type: str = "classification"  # classification | regression
-    train_conditions: tuple[str, ...] = ()  # empty = every condition
-    test_conditions: tuple[str, ...] = ()  # evaluated besides the held-out rows of the train conditions
-    features: tuple[str, ...] = ()  # empty = pixels, every tap, pooled
-    pixel_size: int = 16  # raw-input decoder: the image average-pooled to this many pixels per side
-    hidden: int = 0  # 0 = linear decoders; > 0 = one hidden ReLU layer of this width
-    lr: float = 1e-3
-    weight_decay: float = 0.0
-    epochs: int = 100
-    batch_size: int = 64
-    patience: int = 10  # epochs without a better validation loss before a decoder stops (0 = never)
-    val_fraction: float = 0.15  # of the train conditions' sets
-    test_fraction: float = 0.2  # of the train conditions' sets, held out for evaluation
-    split_seed: int = 0
-    seeds: tuple[int, ...] = (0,)
-    n_boot: int = 10_000
-    ci: float = 0.95
+    """Settings of the decoders (``python -m eval decoder``: ``decoder.<field>=``), declared and checked with
+    ``tasks.schema`` (errors name ``decoder.<field>``)."""
+
+    targets: tuple[str, ...] = S.field((), "annotation columns to decode (classification: exactly one)",
+                                       check=S.non_empty("at least one annotation column"))
+    task_type: str = S.field("classification", "classification or regression", choices=TASK_TYPES)
+    train_conditions: tuple[str, ...] = S.field((), "conditions trained on (empty = every condition)")
+    test_conditions: tuple[str, ...] = S.field((), "evaluated besides the held-out rows of the train conditions")
+    features: tuple[str, ...] = S.field((), "empty = pixels, every tap, pooled")
+    pixel_size: int = S.field(16, "raw-input decoder: the image average-pooled to this many pixels per side",
+                              check=S.between(1, 224))
+    hidden: int = S.field(0, "0 = linear decoders; > 0 = one hidden ReLU layer of this width", check=S.at_least(0))
+    lr: float = S.field(1e-3, "Adam learning rate", check=S.above(0))
+    weight_decay: float = S.field(0.0, "weight decay", check=S.at_least(0))
+    epochs: int = S.field(100, "most training epochs", check=S.at_least(1))
+    batch_size: int = S.field(64, "rows per step", check=S.at_least(1))
+    patience: int = S.field(10, "epochs without a better validation loss before a decoder stops (0 = never)",
+                            check=S.at_least(0))
+    val_fraction: float = S.field(0.15, "of the train conditions' sets", check=S.between(0, 1, "()"))
+    test_fraction: float = S.field(0.2, "of the train conditions' sets, held out for evaluation")
+    split_seed: int = S.field(0, "seed of the set splits")
+    seeds: tuple[int, ...] = S.field((0,), "training seeds", check=S.non_empty("at least one seed"))
+    n_boot: int = S.field(10_000, "bootstrap resamples of the CIs", check=S.at_least(100))
+    ci: float = S.field(0.95, "confidence level", check=S.between(0, 1, "()"))
 
     def __post_init__(self):
-        rules = {"targets": (len(self.targets) >= 1, "at least one annotation column"),
-                 "task_type": (self.task_type in TASK_TYPES, " | ".join(TASK_TYPES)),
-                 "pixel_size": (1 <= self.pixel_size <= 224, "in [1, 224]"), "hidden": (self.hidden >= 0, ">= 0"),
-                 "lr": (self.lr > 0, "> 0"), "weight_decay": (self.weight_decay >= 0, ">= 0"),
-                 "epochs": (self.epochs >= 1, ">= 1"), "batch_size": (self.batch_size >= 1, ">= 1"),
-                 "patience": (self.patience >= 0, ">= 0"),
-                 "val_fraction": (0 < self.val_fraction < 1, "in (0, 1)"),
-                 "test_fraction": (0 <= self.test_fraction < 1 - self.val_fraction, "in [0, 1 - val_fraction)"),
-                 "seeds": (len(self.seeds) >= 1, "at least one seed"), "n_boot": (self.n_boot >= 100, ">= 100"),
-                 "ci": (0 < self.ci < 1, "in (0, 1)")}
-        if self.task_type == "classification":
-            rules["targets"] = (len(self.targets) == 1, "exactly one column for classification")
-        for name, (ok, allowed) in rules.items():
-            if not ok:
-                raise ValueError(f"decoder.{name}={getattr(self, name)!r} is not allowed ({allowed})")
+        S.validate_section(self, "decoder")
+        if not 0 <= self.test_fraction < 1 - self.val_fraction:
+            raise S.not_allowed("decoder.test_fraction", self.test_fraction, "in [0, 1 - val_fraction)")
+        if self.task_type == "classification" and len(self.targets) != 1:
+            raise S.not_allowed("decoder.targets", self.targets, "exactly one column for classification")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -355,23 +353,6 @@ def rmse_ci(errors, n_boot: int = 10_000, ci: float = 0.95, seed: int = 0) -> tu
 # a run: seeds, tables, resumable
 
 
-def append_part(results: Path, kind: str, rid: str, df: pd.DataFrame) -> None:
-    """``results/<kind>/<rid>.parquet`` for a method table outside the trial schema (decoder predictions,
-    similarity distances), written to a temporary name and linked into place (never replaced)."""
-    import uuid
-
-    final = Path(results) / kind / f"{rid}.parquet"
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = final.with_name(f".{final.stem}.{uuid.uuid4().hex}.tmp")
-    df.to_parquet(tmp, index=False)
-    try:
-        os.link(tmp, final)
-    except FileExistsError:
-        pass
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
 def run_decoders(data: DecoderData, X: dict[str, np.ndarray], features_key: str, model_id: str, cfg: DecoderConfig,
                  results_dir, identity: dict | None = None, epochs_per_invocation: int | None = None,
                  config_extra: dict | None = None) -> pd.DataFrame | None:
@@ -450,8 +431,8 @@ def run_decoders(data: DecoderData, X: dict[str, np.ndarray], features_key: str,
                 for n, g in trials.groupby("feature", sort=False)], ignore_index=True)
             R.write_part(results_dir, "trials", rid, trials)
             R.write_part(results_dir, "summary", rid, std)
-        append_part(results_dir, "decoder", rid, preds_df)
-        append_part(results_dir, "decoder_summary", rid, summary)  # last: its presence marks the run finished
+        R.write_part(results_dir, "decoder", rid, preds_df)
+        R.write_part(results_dir, "decoder_summary", rid, summary)  # last: its presence marks the run finished
         out.append(summary)
     return pd.concat(out, ignore_index=True)
 

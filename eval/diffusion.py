@@ -48,6 +48,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from tasks import schema as S
+
 from .runner import Method, SeedResult, register_method
 
 log = logging.getLogger(__name__)
@@ -66,26 +68,35 @@ WEIGHTINGS = ("uniform", "elbo")
 LOSSES = ("l2", "l1")
 
 
-class DiffusionError(ValueError):
-    """A diffusion model folder, prompt set or schedule that cannot be used."""
+class DiffusionError(S.ConfigError):
+    """A diffusion model folder, prompt set or schedule that cannot be used (a :class:`tasks.schema.ConfigError`:
+    settings are checked by the one validator and re-raised as this class)."""
 
 
 @dataclass(frozen=True)
 class DiffusionConfig:
     """Settings of the diffusion classifier (module docstring). ``keep`` and ``samples`` are the adaptive
-    schedule, one entry per stage; ``image_size`` None = the UNet's sample size times the VAE's factor."""
+    schedule, one entry per stage; ``image_size`` None = the UNet's sample size times the VAE's factor.
+    Declared and checked with ``tasks.schema`` (errors name ``diffusion.<field>``)."""
 
-    prompts: dict | None = None  # {class name: prompt}; None = 3D-PC paper prompts (vpt, depth) or the template
-    template: str | None = None  # e.g. 'a photo of a {class}' (quote it on the command line)
-    keep: tuple[int, ...] = (1,)  # classes kept after each stage (Li et al. used [5, 1] for many classes)
-    samples: tuple[int, ...] = (50,)  # (t, eps) samples per class by the end of each stage (Li et al.: [50, 500])
-    weighting: str = "uniform"  # uniform | elbo
-    loss: str = "l2"  # l2 | l1
-    image_size: int | None = None  # None = the model's native size (SD 2.0 base: 512)
-    batch_size: int = 32  # UNet evaluations per forward pass
-    seeds: tuple[int, ...] = (0,)  # each seed draws its own shared noise set
-    n_boot: int = 10_000
-    ci: float = 0.95
+    prompts: dict | None = S.field(None, "{class name: prompt}; None = 3D-PC paper prompts (vpt, depth) or the template")
+    template: str | None = S.field(None, "e.g. 'a photo of a {class}' (quote it on the command line)",
+                                   check=(lambda v: "{class}" in v, "a string containing {class}"))
+    keep: tuple[int, ...] = S.field((1,), "classes kept after each stage (Li et al. used [5, 1] for many classes)",
+                                    check=(lambda v: len(v) >= 1 and v[-1] == 1 and all(k >= 1 for k in v)
+                                           and all(a > b for a, b in zip(v, v[1:])),
+                                           "a strictly decreasing list ending in 1, e.g. [5, 1]"))
+    samples: tuple[int, ...] = S.field((50,), "(t, eps) samples per class by the end of each stage (Li et al.: "
+                                       "[50, 500])")
+    weighting: str = S.field("uniform", "uniform (paper) or elbo", choices=WEIGHTINGS)
+    loss: str = S.field("l2", "l2 or l1", choices=LOSSES)
+    image_size: int | None = S.field(None, "None = the model's native size (SD 2.0 base: 512)",
+                                     check=(lambda v: v >= 8, "null or >= 8 pixels"))
+    batch_size: int = S.field(32, "UNet evaluations per forward pass", check=S.at_least(1))
+    seeds: tuple[int, ...] = S.field((0,), "each seed draws its own shared noise set",
+                                     check=S.non_empty("at least one seed"))
+    n_boot: int = S.field(10_000, "bootstrap resamples of the CIs", check=S.at_least(100))
+    ci: float = S.field(0.95, "confidence level", check=S.between(0, 1, "()"))
 
     def __post_init__(self):
         object.__setattr__(self, "keep", tuple(int(k) for k in self.keep))
@@ -93,24 +104,14 @@ class DiffusionConfig:
         object.__setattr__(self, "seeds", tuple(int(s) for s in self.seeds))
         if self.prompts is not None:
             object.__setattr__(self, "prompts", {str(k): str(v) for k, v in dict(self.prompts).items()})
-        rules = {
-            "keep": (len(self.keep) >= 1 and self.keep[-1] == 1 and all(k >= 1 for k in self.keep)
-                     and all(a > b for a, b in zip(self.keep, self.keep[1:])),
-                     "a strictly decreasing list ending in 1, e.g. [5, 1]"),
-            "samples": (len(self.samples) == len(self.keep) and all(s >= 1 for s in self.samples)
-                        and all(a <= b for a, b in zip(self.samples, self.samples[1:])),
-                        f"one count >= 1 per stage of keep={list(self.keep)}, non-decreasing, e.g. [50, 500]"),
-            "weighting": (self.weighting in WEIGHTINGS, " or ".join(WEIGHTINGS)),
-            "loss": (self.loss in LOSSES, " or ".join(LOSSES)),
-            "image_size": (self.image_size is None or self.image_size >= 8, "null or >= 8 pixels"),
-            "batch_size": (self.batch_size >= 1, ">= 1"),
-            "seeds": (len(self.seeds) >= 1, "at least one seed"),
-            "n_boot": (self.n_boot >= 100, ">= 100"), "ci": (0 < self.ci < 1, "in (0, 1)"),
-            "template": (self.template is None or "{class}" in self.template, "a string containing {class}"),
-        }
-        for name, (ok, allowed) in rules.items():
-            if not ok:
-                raise DiffusionError(f"diffusion.{name}={getattr(self, name)!r} is not allowed ({allowed})")
+        try:
+            S.validate_section(self, "diffusion")
+            if not (len(self.samples) == len(self.keep) and all(s >= 1 for s in self.samples)
+                    and all(a <= b for a, b in zip(self.samples, self.samples[1:]))):
+                raise S.not_allowed("diffusion.samples", self.samples, f"one count >= 1 per stage of "
+                                    f"keep={list(self.keep)}, non-decreasing, e.g. [50, 500]")
+        except S.ConfigError as e:
+            raise DiffusionError(str(e)) from None
 
     def schedule_text(self) -> str:
         return f"keep={','.join(map(str, self.keep))};samples={','.join(map(str, self.samples))}"

@@ -19,7 +19,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .probe import validate_training
+from tasks import schema as S
+
+from .probe import MONITORS
 from .runner import Method, SeedResult, register_method, run_method
 
 log = logging.getLogger(__name__)
@@ -27,24 +29,24 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class FinetuneConfig:
-    """The 3D-PC protocol's fine-tuning (``python -m eval finetune``: ``finetune.<field>=``)."""
+    """The 3D-PC protocol's fine-tuning (``python -m eval finetune``: ``finetune.<field>=``). Declared and
+    checked with ``tasks.schema`` (errors name ``finetune.<field>``)."""
 
-    lr: float = 5e-5
-    weight_decay: float = 1e-4
-    epochs: int = 30
-    batch_size: int = 16
-    dropout: float = 0.7
-    patience: int = 5
-    monitor: str = "val_loss"  # val_loss | val_accuracy
-    seeds: tuple[int, ...] = (0,)
-    num_workers: int = 0
-    n_boot: int = 10_000
-    ci: float = 0.95
+    lr: float = S.field(5e-5, "AdamW learning rate", check=S.above(0))
+    weight_decay: float = S.field(1e-4, "AdamW weight decay", check=S.at_least(0))
+    epochs: int = S.field(30, "most training epochs", check=S.at_least(1))
+    batch_size: int = S.field(16, "images per step (BatchNorm in training mode needs two)", check=S.at_least(2))
+    dropout: float = S.field(0.7, "dropout probability before the new head", check=S.between(0, 1, "[)"))
+    patience: int = S.field(5, "epochs without improvement before stopping (0 = run all, keep the best)",
+                            check=S.at_least(0))
+    monitor: str = S.field("val_loss", "validation value that picks the best checkpoint", choices=MONITORS)
+    seeds: tuple[int, ...] = S.field((0,), "training seeds", check=S.non_empty("at least one seed"))
+    num_workers: int = S.field(0, "data-loader worker processes", check=S.at_least(0))
+    n_boot: int = S.field(10_000, "bootstrap resamples of the CIs", check=S.at_least(100))
+    ci: float = S.field(0.95, "confidence level", check=S.between(0, 1, "()"))
 
     def __post_init__(self):
-        validate_training(self, "finetune", min_batch=2)  # BatchNorm in training mode needs two images
-        if self.num_workers < 0:
-            raise ValueError(f"finetune.num_workers={self.num_workers!r} is not allowed (>= 0)")
+        S.validate_section(self, "finetune")
 
 
 class _Images:

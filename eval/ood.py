@@ -32,9 +32,13 @@ import dataclasses
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pandas as pd
+
+from tasks import schema as S
+from tasks.imagenet16 import AGGREGATIONS
 
 from .runner import Method, SeedResult, register_method, run_method
 from .tasks import IMAGE_SUFFIXES, TaskData, TaskError
@@ -47,22 +51,19 @@ DECISIONS = ("imagenet16", "imagenet")
 
 @dataclass(frozen=True)
 class OODConfig:
-    decision: str = "imagenet16"  # imagenet16 (16-class forced choice) | imagenet (1000-way, ImageNet index labels)
-    aggregation: str = "mean"  # imagenet16: mean | sum | max of each category's ImageNet probabilities
-    seeds: tuple[int, ...] = (0,)  # a deterministic classifier: one seed is enough; more repeat the same answers
-    n_boot: int = 10_000
-    ci: float = 0.95
+    """Settings of ``python -m eval ood`` (``ood.<field>=``), declared and checked with ``tasks.schema``."""
+
+    decision: str = S.field("imagenet16", "imagenet16 (16-class forced choice) | imagenet (1000-way, ImageNet "
+                            "index labels)", choices=DECISIONS)
+    aggregation: str = S.field("mean", "imagenet16: mean | sum | max of each category's ImageNet probabilities",
+                               choices=AGGREGATIONS)
+    seeds: tuple[int, ...] = S.field((0,), "a deterministic classifier: one seed is enough; more repeat the same "
+                                     "answers", check=S.non_empty("at least one seed"))
+    n_boot: int = S.field(10_000, "bootstrap resamples of the CIs", check=S.at_least(100))
+    ci: float = S.field(0.95, "confidence level", check=S.between(0, 1, "()"))
 
     def __post_init__(self):
-        from tasks.imagenet16 import AGGREGATIONS
-
-        rules = {"decision": (self.decision in DECISIONS, " | ".join(DECISIONS)),
-                 "aggregation": (self.aggregation in AGGREGATIONS, " | ".join(AGGREGATIONS)),
-                 "seeds": (len(self.seeds) >= 1, "at least one seed"), "n_boot": (self.n_boot >= 100, ">= 100"),
-                 "ci": (0 < self.ci < 1, "in (0, 1)")}
-        for name, (ok, allowed) in rules.items():
-            if not ok:
-                raise ValueError(f"ood.{name}={getattr(self, name)!r} is not allowed ({allowed})")
+        S.validate_section(self, "ood")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -90,26 +91,53 @@ class ClassifierModel(LoadedModel):
 
 def load_classifier(model: str, weights: WeightsSpec | None = None, preprocess: str = "model",
                     taps=(), device: str = "cpu", hub: str = "auto", kwargs: dict | None = None) -> ClassifierModel:
-    """The zoo model ``model`` with its ImageNet classifier (see the module docstring); frozen, eval mode."""
-    import torch
-
+    """The zoo model ``model`` with its ImageNet classifier (see the module docstring; the head per model
+    source from :data:`CLASSIFIER_HEADS`); frozen, eval mode."""
     from .zoo import load_model
 
     weights = weights or WeightsSpec()
     loaded = load_model(model, weights, preprocess, taps, device, hub, kwargs)
     mid = loaded.model_id
-    if mid.library == "timm":
-        _attach_timm_head(loaded, weights)
-        loaded.module.to(device).eval()
-        if loaded.channels_last:
-            loaded.module.to(memory_format=torch.channels_last)
-        for p in loaded.module.parameters():
-            p.requires_grad_(False)
-    elif mid.library != "module":
+    attach = CLASSIFIER_HEADS.get(mid.library)
+    if attach is None:
         raise ZooError(f"{mid}: OOD classification needs a 1000-way ImageNet classifier; {mid.library} models have "
                        "no ImageNet head here (use a timm model, or a module: model returning 1000 logits)")
+    attach(loaded, weights, device)
     fields = {f.name: getattr(loaded, f.name) for f in dataclasses.fields(LoadedModel)}
     return ClassifierModel(**fields)
+
+
+#: Model sources (``eval.zoo.SOURCES``) whose models can be ImageNet classifiers here, and how the 1000-way
+#: head is put back: ``attach(loaded, weights, device)`` changes ``loaded.module`` in place so that it returns
+#: 1000 logits (frozen, eval mode). Registered with :func:`register_classifier_head`.
+CLASSIFIER_HEADS: dict[str, Callable] = {}
+
+
+def register_classifier_head(source: str):
+    """Decorator: models of zoo source ``source`` get their ImageNet classifier from the decorated function."""
+
+    def deco(attach):
+        CLASSIFIER_HEADS[source] = attach
+        return attach
+
+    return deco
+
+
+@register_classifier_head("module")
+def _module_head(loaded: LoadedModel, weights: WeightsSpec, device: str) -> None:
+    """A ``module:`` model is used as it is: it must return the 1000 logits itself."""
+
+
+@register_classifier_head("timm")
+def _timm_head(loaded: LoadedModel, weights: WeightsSpec, device: str) -> None:
+    import torch
+
+    _attach_timm_head(loaded, weights)
+    loaded.module.to(device).eval()
+    if loaded.channels_last:
+        loaded.module.to(memory_format=torch.channels_last)
+    for p in loaded.module.parameters():
+        p.requires_grad_(False)
 
 
 def _attach_timm_head(loaded: LoadedModel, weights: WeightsSpec) -> None:

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from tasks import schema as S
+
 # method_digest, summary_rows, task_clusters and trial_rows live in the runner now; re-exported for callers
 from .runner import (Method, SeedResult, method_digest, register_method, run_method, summary_rows,  # noqa: F401
                      task_clusters, trial_rows)
@@ -24,36 +26,28 @@ from .runner import (Method, SeedResult, method_digest, register_method, run_met
 log = logging.getLogger(__name__)
 
 
+MONITORS = ("val_loss", "val_accuracy")
+
+
 @dataclass(frozen=True)
 class ProbeConfig:
-    """The 3D-PC protocol's linear probe (``python -m eval probe``: ``probe.<field>=``)."""
+    """The 3D-PC protocol's linear probe (``python -m eval probe``: ``probe.<field>=``). Declared and checked
+    with ``tasks.schema`` (errors name ``probe.<field>``)."""
 
-    lr: float = 5e-4
-    weight_decay: float = 1e-4
-    epochs: int = 50
-    batch_size: int = 128
-    dropout: float = 0.3
-    patience: int = 10  # epochs without improvement before stopping (0 = run all, keep the best)
-    monitor: str = "val_loss"  # val_loss | val_accuracy
-    seeds: tuple[int, ...] = (0, 1, 2)
-    n_boot: int = 10_000
-    ci: float = 0.95
+    lr: float = S.field(5e-4, "AdamW learning rate", check=S.above(0))
+    weight_decay: float = S.field(1e-4, "AdamW weight decay", check=S.at_least(0))
+    epochs: int = S.field(50, "most training epochs", check=S.at_least(1))
+    batch_size: int = S.field(128, "embeddings per step", check=S.at_least(1))
+    dropout: float = S.field(0.3, "dropout probability before the linear layer", check=S.between(0, 1, "[)"))
+    patience: int = S.field(10, "epochs without improvement before stopping (0 = run all, keep the best)",
+                            check=S.at_least(0))
+    monitor: str = S.field("val_loss", "validation value that picks the best head", choices=MONITORS)
+    seeds: tuple[int, ...] = S.field((0, 1, 2), "training seeds", check=S.non_empty("at least one seed"))
+    n_boot: int = S.field(10_000, "bootstrap resamples of the CIs", check=S.at_least(100))
+    ci: float = S.field(0.95, "confidence level", check=S.between(0, 1, "()"))
 
     def __post_init__(self):
-        validate_training(self, "probe", min_batch=1)
-
-
-def validate_training(cfg, prefix: str, min_batch: int) -> None:
-    """The checks shared by probe and fine-tuning configs; names the field and the allowed values."""
-    rules = {"lr": (cfg.lr > 0, "> 0"), "weight_decay": (cfg.weight_decay >= 0, ">= 0"),
-             "epochs": (cfg.epochs >= 1, ">= 1"), "batch_size": (cfg.batch_size >= min_batch, f">= {min_batch}"),
-             "dropout": (0 <= cfg.dropout < 1, "in [0, 1)"), "patience": (cfg.patience >= 0, ">= 0"),
-             "monitor": (cfg.monitor in ("val_loss", "val_accuracy"), "val_loss or val_accuracy"),
-             "seeds": (len(cfg.seeds) >= 1, "at least one seed"), "n_boot": (cfg.n_boot >= 100, ">= 100"),
-             "ci": (0 < cfg.ci < 1, "in (0, 1)")}
-    for name, (ok, allowed) in rules.items():
-        if not ok:
-            raise ValueError(f"{prefix}.{name}={getattr(cfg, name)!r} is not allowed ({allowed})")
+        S.validate_section(self, "probe")
 
 
 @dataclass

@@ -91,11 +91,16 @@ def run_done(results: str | Path, rid: str) -> bool:
 
 
 def write_part(results: str | Path, kind: str, rid: str, df: pd.DataFrame) -> bool:
-    """Write one part; returns False (and writes nothing) if that part already exists."""
-    final = part_path(results, kind, rid)
+    """Write one part ``results/<kind>/<rid>.parquet`` (trials and summary conformed to their schema; other
+    kinds — decoder predictions, similarity distances — as given), written to a temporary name and linked
+    into place; returns False (and writes nothing) if that part already exists (parts are never replaced)."""
+    if kind in KINDS:
+        final, df = part_path(results, kind, rid), conform(df, kind)
+    else:
+        final = Path(results) / kind / f"{rid}.parquet"
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = final.with_name(f".{final.stem}.{uuid.uuid4().hex}.tmp")
-    conform(df, kind).to_parquet(tmp, index=False)
+    df.to_parquet(tmp, index=False)
     try:
         os.link(tmp, final)  # atomic, and refuses to replace an existing part
         return True

@@ -46,40 +46,40 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from tasks import schema as S
+
 METRICS = ("cosine", "euclidean")
 
 
 @dataclass(frozen=True)
 class SimilarityConfig:
-    reference: str = ""  # the reference level of `factor`
-    factor: str = "condition"  # the annotation column whose levels are compared
-    comparisons: tuple[str, ...] = ()  # comparison levels (empty = every other level)
-    match: tuple[str, ...] = ("set_id",)  # columns a pair agrees on
-    metric: str = "cosine"  # cosine | euclidean | <module>:<function>
-    layers: tuple[str, ...] = ()  # module names (empty = the zoo's taps, else every leaf module)
-    repetitions: int = 1  # repetition 0 is untransformed
-    translate: float = 0.0  # max |shift| as a fraction of the image size (repetitions > 0)
-    scale: tuple[float, float] = (1.0, 1.0)  # scale range
-    rotate: float = 0.0  # max |rotation| in degrees
-    fill: int = 0  # grey level (0-255) of the area uncovered by the affine transform
-    seed: int = 0
-    batch_size: int = 32
-    n_boot: int = 10_000
-    ci: float = 0.95
-    n_perm: int = 10_000  # sign-flip test (exact when at most 16 sets)
+    """Settings of ``python -m eval similarity`` (``similarity.<field>=``), declared and checked with
+    ``tasks.schema``."""
+
+    reference: str = S.field("", "the reference level of `factor`",
+                             check=(lambda v: bool(str(v)), "the reference level of the factor, e.g. "
+                                    "similarity.reference=original"))
+    factor: str = S.field("condition", "the annotation column whose levels are compared")
+    comparisons: tuple[str, ...] = S.field((), "comparison levels (empty = every other level)")
+    match: tuple[str, ...] = S.field(("set_id",), "columns a pair agrees on", check=S.non_empty("at least one column"))
+    metric: str = S.field("cosine", "cosine | euclidean | <module>:<function>",
+                          check=(lambda v: v in METRICS or ":" in v, "cosine | euclidean | <module>:<function>"))
+    layers: tuple[str, ...] = S.field((), "module names (empty = the zoo's taps, else every leaf module)")
+    repetitions: int = S.field(1, "repetition 0 is untransformed", check=S.at_least(1))
+    translate: float = S.field(0.0, "max |shift| as a fraction of the image size (repetitions > 0)",
+                               check=S.between(0, 1, "[)"))
+    scale: tuple[float, float] = S.field((1.0, 1.0), "scale range",
+                                         check=(lambda v: 0 < v[0] <= v[1], "[low, high] with 0 < low <= high"))
+    rotate: float = S.field(0.0, "max |rotation| in degrees", check=S.between(0, 180))
+    fill: int = S.field(0, "grey level (0-255) of the area uncovered by the affine transform", check=S.between(0, 255))
+    seed: int = S.field(0, "seed of the transforms")
+    batch_size: int = S.field(32, "images per forward pass", check=S.at_least(1))
+    n_boot: int = S.field(10_000, "bootstrap resamples of the CIs", check=S.at_least(100))
+    ci: float = S.field(0.95, "confidence level", check=S.between(0, 1, "()"))
+    n_perm: int = S.field(10_000, "sign-flip test permutations (exact when at most 16 sets)", check=S.at_least(100))
 
     def __post_init__(self):
-        rules = {"reference": (bool(str(self.reference)), "the reference level of the factor, e.g. similarity.reference=original"),
-                 "match": (len(self.match) >= 1, "at least one column"),
-                 "metric": (self.metric in METRICS or ":" in self.metric, "cosine | euclidean | <module>:<function>"),
-                 "repetitions": (self.repetitions >= 1, ">= 1"), "translate": (0 <= self.translate < 1, "in [0, 1)"),
-                 "scale": (len(self.scale) == 2 and 0 < self.scale[0] <= self.scale[1], "[low, high] with 0 < low <= high"),
-                 "rotate": (0 <= self.rotate <= 180, "in [0, 180]"), "fill": (0 <= self.fill <= 255, "in [0, 255]"),
-                 "batch_size": (self.batch_size >= 1, ">= 1"), "n_boot": (self.n_boot >= 100, ">= 100"),
-                 "ci": (0 < self.ci < 1, "in (0, 1)"), "n_perm": (self.n_perm >= 100, ">= 100")}
-        for name, (ok, allowed) in rules.items():
-            if not ok:
-                raise ValueError(f"similarity.{name}={getattr(self, name)!r} is not allowed ({allowed})")
+        S.validate_section(self, "similarity")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -366,7 +366,6 @@ def run_similarity(loaded, task_dir, model_id: str, cfg: SimilarityConfig, resul
     (module docstring). A run whose summary exists is read back instead of recomputed. Returns the three
     tables (``distances``, ``summary``, ``tests``)."""
     from . import results as R
-    from .decoders import append_part
     from .runner import method_digest
 
     root, ann, name = load_annotations(task_dir)
@@ -391,5 +390,5 @@ def run_similarity(loaded, task_dir, model_id: str, cfg: SimilarityConfig, resul
     summary = summarise(dist, cfg.n_boot, cfg.ci, cfg.seed).assign(**ident, seconds=time.perf_counter() - t0)
     tests = level_tests(dist, cfg.n_perm, cfg.seed).assign(**ident)
     for kind, df in zip(kinds, (dist, tests, summary)):
-        append_part(results_dir, kind, rid, df)
+        R.write_part(results_dir, kind, rid, df)
     return {"distances": dist, "summary": summary, "tests": tests}

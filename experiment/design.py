@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
+
+from tasks import schema as S
 
 # Key names are DOM ``KeyboardEvent.key`` values, so the browser and the server agree on them.
 ALLOWED_KEYS = ("ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", " ") + tuple("abcdefghijklmnopqrstuvwxyz") \
     + tuple("0123456789")
 
 
-class DesignError(ValueError):
-    """A design field with a value that cannot be used."""
+class DesignError(S.ConfigError):
+    """A design field with a value that cannot be used (a :class:`tasks.schema.ConfigError`)."""
 
 
 @dataclass(frozen=True)
@@ -39,28 +41,34 @@ class Design:
     split: str = "human"  # evaluation split whose images are the test trials (3D-PC: the 94-image human set)
     practice_split: str = "train"  # practice and instruction examples come from here, never from `split`
     conditions: tuple[str, ...] = ()  # generated datasets: keep only these conditions (empty = all)
-    n_practice: int = 8
-    n_test: int = 0  # 0 = every image of `split`
-    n_attention: int = 0  # attention checks ("press the <key> key") spread over the test block
-    rest_every: int = 40  # a rest screen with a progress bar after this many test trials (0 = never)
+    n_practice: int = S.field(8, "practice trials", range=(0, 1000))
+    n_test: int = S.field(0, "test trials (0 = every image of `split`)", range=(0, 100_000))
+    n_attention: int = S.field(0, 'attention checks ("press the <key> key") spread over the test block',
+                               range=(0, 1000))
+    rest_every: int = S.field(40, "a rest screen with a progress bar after this many test trials (0 = never)",
+                              range=(0, 100_000))
     choices: tuple[Choice, ...] = ()
     counterbalance_keys: bool = True  # swap the two keys for half the participants (chosen by seed)
-    stimulus_ms: int = 0  # image shown for this long, then blank (0 = until the response)
-    deadline_ms: int = 0  # no answer within this time counts as "na" (an error); 0 = no deadline
-    feedback_ms: int = 1000  # practice feedback shown for this long
-    iti_ms: int = 1000  # "response recorded" screen, continues by space or after this long (A.8)
-    image_px: int = 512
+    stimulus_ms: int = S.field(0, "image shown for this long, then blank (0 = until the response)",
+                               range=(0, 600_000))
+    deadline_ms: int = S.field(0, 'no answer within this time counts as "na" (an error); 0 = no deadline',
+                               range=(0, 3_600_000))
+    feedback_ms: int = S.field(1000, "practice feedback shown for this long", range=(0, 60_000))
+    iti_ms: int = S.field(1000, '"response recorded" screen, continues by space or after this long (A.8)',
+                          range=(0, 60_000))
+    image_px: int = S.field(512, "longer side of the image (CSS pixels)", range=(32, 4096))
     question: str = ""
     consent_html: str = ""
     instructions_html: str = ""
     debrief_html: str = ""
-    n_examples: int = 2  # example images (one per answer where possible) on the instructions page
+    n_examples: int = S.field(2, "example images (one per answer where possible) on the instructions page",
+                              range=(0, 20))
     completion_code: str = ""  # one code for everyone (Prolific style); empty = a code per participant
     redirect_url: str = ""  # e.g. https://app.prolific.com/submissions/complete?cc={code}
     require_participant_id: bool = True  # refuse a link without the platform's participant parameter
     url_params: dict = field(default_factory=lambda: {"participant": "PROLIFIC_PID", "study": "STUDY_ID",
                                                       "session": "SESSION_ID"})
-    seed: int = 0
+    seed: int = S.field(0, "seed of the plans and key swaps", range=(0, 2**63 - 1))
 
     def digest(self) -> str:
         """Identity of the design (a study refuses to continue under a different design)."""
@@ -74,13 +82,6 @@ class Design:
                 "iti_ms": self.iti_ms, "image_px": self.image_px, "rest_every": self.rest_every}
 
 
-def _int(c: dict, name: str, lo: int, hi: int) -> int:
-    v = c[name]
-    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-        raise DesignError(f"design.{name}={v!r}: must be an integer in [{lo}, {hi}]")
-    return v
-
-
 def design_from_config(cfg) -> Design:
     """A validated :class:`Design` from a mapping (unknown fields are errors, missing ones take defaults)."""
     c = dict(cfg)
@@ -91,11 +92,11 @@ def design_from_config(cfg) -> Design:
     base = asdict(Design())
     base.update(c)
     c = base
-    for name, lo, hi in (("n_practice", 0, 1000), ("n_test", 0, 100_000), ("n_attention", 0, 1000),
-                         ("rest_every", 0, 100_000), ("stimulus_ms", 0, 600_000), ("deadline_ms", 0, 3_600_000),
-                         ("feedback_ms", 0, 60_000), ("iti_ms", 0, 60_000), ("image_px", 32, 4096),
-                         ("n_examples", 0, 20), ("seed", 0, 2**63 - 1)):
-        c[name] = _int(c, name, lo, hi)
+    declared = [f.name for f in fields(Design) if "help" in f.metadata]  # the settings made with S.field
+    try:  # the one validator (tasks.schema), on the defaults with the declared settings replaced
+        S.validate_section(replace(Design(), **{k: c[k] for k in declared}), "design")
+    except S.ConfigError as e:
+        raise DesignError(str(e)) from None
     if c["deadline_ms"] and c["stimulus_ms"] > c["deadline_ms"]:
         raise DesignError(f"design.stimulus_ms={c['stimulus_ms']} exceeds design.deadline_ms={c['deadline_ms']}")
     raw = list(c["choices"] or [])

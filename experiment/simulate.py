@@ -22,7 +22,9 @@ def make_demo_dataset(out: str | Path, n_train: int = 24, n_human: int = 12, siz
     """A 3D-PC-shaped folder: ``n_train`` training and ``n_human`` test images (all in the human subset),
     VPT and depth labels alternating, each image a flat colour with a stripe (``size`` px, RGB PNG)."""
     import pandas as pd
-    from PIL import Image
+
+    from render.files import save_png
+    from scenes.files import atomic_write_bytes, atomic_write_text
 
     out = Path(out)
     rng = np.random.default_rng(seed)
@@ -33,13 +35,13 @@ def make_demo_dataset(out: str | Path, n_train: int = 24, n_human: int = 12, siz
             (out / name).parent.mkdir(parents=True, exist_ok=True)
             img = np.full((size, size, 3), rng.integers(40, 215, 3), np.uint8)
             img[:, (i * 7) % size] = 255
-            Image.fromarray(img).save(out / name)
+            save_png(out / name, img)
             rows.append({"file_name": name, "split": split, "vpt_label": i % 2, "depth_label": (i // 2) % 2,
                          "in_vpt": True, "in_depth": True, "in_human": split == "test", "in_strategy": False,
                          "scene": f"{split}_{i // 4:02d}", "setting": i % 4})
     md = pd.DataFrame(rows).astype({"vpt_label": "Int8", "depth_label": "Int8", "setting": "int32"})
-    md.to_parquet(out / "metadata.parquet", index=False)
-    (out / "manifest.json").write_text(json.dumps({"kind": "demo", "seed": seed, "images": len(md)}))
+    atomic_write_bytes(out / "metadata.parquet", md.to_parquet(index=False))
+    atomic_write_text(out / "manifest.json", json.dumps({"kind": "demo", "seed": seed, "images": len(md)}))
     return out
 
 

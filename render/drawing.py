@@ -282,8 +282,6 @@ def main(argv=None) -> int:
     """``python -m render.drawing --sheet docs/img/objects_sheet.png``: the library's contact sheet."""
     import argparse
 
-    from PIL import Image
-
     ap = argparse.ArgumentParser(description="contact sheet of the procedural object library")
     ap.add_argument("--sheet", required=True, help="output PNG path")
     ap.add_argument("--size", type=int, default=128, help="tile size in pixels (default 128)")
@@ -291,12 +289,9 @@ def main(argv=None) -> int:
     if not 32 <= args.size <= 512:
         print(f"error: --size={args.size} must be in [32, 512]")
         return 2
-    from scenes.files import atomic_write_bytes
-    import io
+    from .files import save_png
 
-    buf = io.BytesIO()
-    Image.fromarray(contact_sheet(args.size)).save(buf, format="PNG", optimize=True)
-    atomic_write_bytes(args.sheet, buf.getvalue())
+    save_png(args.sheet, contact_sheet(args.size))
     return 0
 
 

@@ -7,7 +7,8 @@
 * **Images in**: :func:`read_image` — the one loader for user images (distortion/grating ``source=``
   folders, evaluation): 16-bit and 32-bit integer images are scaled by their range, float images clipped
   to [0, 1] (PIL's ``convert`` would saturate them to white), decompression bombs and undecodable files
-  raise :class:`UnreadableImage` with the reason; :func:`class_folder_images` lists ``<root>/<class>/*``.
+  raise :class:`UnreadableImage` with the reason; :func:`read_image_small` (thumbnails for the shortcut
+  audit, by the same rules); :func:`class_folder_images` lists ``<root>/<class>/*``.
 * **Output folders**: :func:`output_folder` — the one mechanism of ``render.trajectory``,
   ``tasks.threedpc`` and ``tasks.generate``: an exclusive lock on ``<out>/.lock`` for the whole run,
   removal of temporary files of dead processes only, a marked configuration stamp compared on every
@@ -174,6 +175,31 @@ def read_image_array(path: str | os.PathLike, mode: str = "RGB") -> np.ndarray:
     elif mode == "L" and a.ndim == 3:
         a = a @ np.array([0.299, 0.587, 0.114])
     return (np.clip(a, 0, 1) * 255.0 + 0.5).astype(np.uint8)
+
+
+def read_image_small(path: str | os.PathLike, size: int) -> np.ndarray:
+    """The image at ``path`` as a (size, size, 3) float32 array in [0, 1]: PIL's integer ``reduce`` (box
+    average; cheap) to about ``size``, then a box resize to exactly ``size`` (the shortcut audit's thumbnails
+    of a build's renders). 8-bit images are reduced before any conversion; other depths go through
+    :func:`read_image_array` first (scaled, not saturated). Errors as :func:`read_image_array`."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(path) as im:
+            if im.mode in ("RGB", "RGBA", "L", "LA", "P", "1"):
+                im = im.convert("RGB")
+            else:
+                im = Image.fromarray(read_image_array(path, "RGB"))
+            f = max(1, min(im.size) // size)
+            if f > 1:
+                im = im.reduce(f)
+            if im.size != (size, size):
+                im = im.resize((size, size), Image.BOX)
+            return np.asarray(im, np.float32) / 255.0
+    except Image.DecompressionBombError as e:
+        raise UnreadableImage(f"{path}: too large to decode safely ({e})") from None
+    except (UnidentifiedImageError, OSError, SyntaxError) as e:
+        raise UnreadableImage(f"{path}: not a readable image ({type(e).__name__}: {e})") from None
 
 
 def read_image(path: str | os.PathLike, mode: str = "RGB"):

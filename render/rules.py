@@ -3,7 +3,8 @@
 The fast CPU kernel (``render/_cpu.py``), its readable float64 twin (``render/_torch_impl.py``) and the
 gsplat adapter (``render/_gsplat.py``) import these; the step-by-step rules are in docs/ARCHITECTURE.md
 ("Splat rendering rules"). The real-SH basis constants are geometry, not kernel policy: they live in
-:mod:`scenes.sh` (``C0 … C3``), which all three backends import too.
+:mod:`scenes.sh` (``C0 … C3``), which the CPU kernel and the torch twin import (gsplat evaluates the same
+basis itself; its adapter passes ``sh_degree``).
 """
 from __future__ import annotations
 

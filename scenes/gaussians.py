@@ -23,8 +23,7 @@ from typing import Any
 
 import numpy as np
 
-#: Zeroth-order real SH basis constant (INRIA / gsplat): Y_0 = 1 / (2·sqrt(pi)).
-SH_C0 = 0.28209479177387814
+from .sh import C0 as SH_C0  # zeroth-order real SH constant Y_0 = 1 / (2·sqrt(pi)); defined once, in scenes.sh
 
 
 class SceneError(ValueError):

@@ -53,8 +53,10 @@ def write_gallery(root: str | Path, per_condition: int = 6) -> Path:
         for f in g.file_name.head(per_condition):
             parts.append(f"<img src='{html.escape(f)}' title='{html.escape(f)}'>")
         parts.append("</div>")
+    from scenes.files import atomic_write_text
+
     out = root / "gallery.html"
-    out.write_text("\n".join(parts))
+    atomic_write_text(out, "\n".join(parts))
     return out
 
 

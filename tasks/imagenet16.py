@@ -1,7 +1,7 @@
 """16-class ImageNet (Geirhos et al., 2018): map 1000-way ImageNet probabilities to 16 categories.
 
-The category → ILSVRC-2012 index table is versioned package data (``tasks/data/imagenet16.json``,
-207 classes; it includes manual exclusions, so it is data, not derived from WordNet). A 1000-class model's
+The category → ILSVRC-2012 index table is versioned package data (``scenes/objects/imagenet.json``: the
+lowest layer that uses it, the object library, owns the one copy; 207 classes; it includes manual exclusions, so it is data, not derived from WordNet). A 1000-class model's
 decision: softmax over its logits, then per category aggregate its classes' probabilities by the mean
 (the principled choice derived in the paper's appendix, used by model-vs-human), the sum (the 2018
 plots) or the max; the aggregation is recorded with every result.
@@ -19,7 +19,7 @@ AGGREGATIONS = ("mean", "sum", "max")
 
 @functools.lru_cache(maxsize=1)
 def mapping() -> dict:
-    with resources.files("tasks.data").joinpath("imagenet16.json").open() as f:
+    with resources.files("scenes.objects").joinpath("imagenet.json").open() as f:
         return json.load(f)
 
 

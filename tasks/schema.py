@@ -1,10 +1,12 @@
-"""Declaring and checking settings, once for every configuration in ``tasks`` (2D generators' ``Config``
-dataclasses, the 3D-PC build, its label rules and audit gates).
+"""Declaring and checking settings, once for every configuration (2D generators' ``Config`` dataclasses,
+the 3D-PC build, its label rules and audit gates, and the evaluation methods' settings in ``eval``).
 
 A setting is a dataclass field made with :func:`field`: its default, a help text with units, and the
-allowed ``choices`` or closed ``range`` in the field's metadata. :func:`validate_config` checks every field
-of an instance against them and raises :class:`ConfigError` naming the field, the value and what is allowed;
-the CLIs print that one line (``error: ...``, exit 2). Cross-field rules stay with their dataclass.
+allowed ``choices``, closed ``range`` or other ``check`` (an open interval, a non-empty list) in the field's
+metadata. :func:`validate_config` checks every field of an instance against them and raises
+:class:`ConfigError` naming the field, the value and what is allowed; the CLIs print that one line
+(``error: ...``, exit 2). Cross-field rules stay with their dataclass and raise the same error
+(:func:`not_allowed`).
 
 The same dataclasses are the Hydra configs of the command lines that read them: :func:`store_structured`
 registers one as a config group's ``default`` (a structured config), so the YAML that composes it names the
@@ -21,12 +23,17 @@ class ConfigError(ValueError):
     """A setting out of its declared choices or range, or an unknown key (one line for the user)."""
 
 
-def field(default, help: str, choices=None, range=None, **kw):  # noqa: A002 - mirrors dataclasses.field
+def field(default, help: str, choices=None, range=None, check=None, **kw):  # noqa: A002 - mirrors dataclasses.field
+    """A declared setting. ``choices``: the allowed values (of each item of a list); ``range``: closed
+    ``(low, high)`` (of each item); ``check``: ``(predicate, allowed)`` for any other rule on the whole value,
+    e.g. ``(lambda v: 0 <= v < 1, "in [0, 1)")`` -> ``dropout=1.5 is not allowed (in [0, 1))``."""
     meta = {"help": help}
     if choices is not None:
         meta["choices"] = tuple(choices)
     if range is not None:
         meta["range"] = tuple(range)
+    if check is not None:
+        meta["check"] = check
     if isinstance(default, (list, dict)):
         return dataclasses.field(default_factory=lambda d=default: type(d)(d), metadata=meta, **kw)
     return dataclasses.field(default=default, metadata=meta, **kw)
@@ -86,6 +93,38 @@ def validate_config(cfg) -> None:
                 raise ConfigError(f"{f.name}={x!r} is not allowed; allowed values: {', '.join(map(str, choices))}")
             if rng is not None and not (rng[0] <= x <= rng[1]):
                 raise ConfigError(f"{f.name}={x!r} is out of range [{rng[0]}, {rng[1]}] ({f.metadata.get('help', '')})")
+        check = f.metadata.get("check")
+        if check is not None and not check[0](v):
+            raise not_allowed(f.name, v, check[1])
+
+
+def above(low):
+    """``check`` of a number > ``low``."""
+    return (lambda v: v > low, f"> {low}")
+
+
+def at_least(low):
+    """``check`` of a number >= ``low``."""
+    return (lambda v: v >= low, f">= {low}")
+
+
+def between(low, high, ends: str = "[]"):
+    """``check`` of a number in an interval whose ``ends`` are ``[`` / ``(`` and ``]`` / ``)``, e.g.
+    ``between(0, 1, "[)")`` -> ``in [0, 1)``."""
+    lo_ok = (lambda v: v >= low) if ends[0] == "[" else (lambda v: v > low)
+    hi_ok = (lambda v: v <= high) if ends[1] == "]" else (lambda v: v < high)
+    return (lambda v: lo_ok(v) and hi_ok(v), f"in {ends[0]}{low}, {high}{ends[1]}")
+
+
+def non_empty(allowed: str):
+    """``check`` of a list with at least one item (``allowed`` says what, e.g. "at least one seed")."""
+    return (lambda v: len(v) >= 1, allowed)
+
+
+def not_allowed(name: str, value, allowed: str) -> ConfigError:
+    """The error of a setting that breaks a ``check`` or a rule between fields: ``name=value is not allowed
+    (allowed)``."""
+    return ConfigError(f"{name}={value!r} is not allowed ({allowed})")
 
 
 def make_section(cls, values, name: str, hint: str = ""):

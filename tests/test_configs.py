@@ -169,3 +169,35 @@ def test_one_config_error_and_one_validator_for_every_tasks_config():
     assert AuditConfig(depth_pixel_max=None).depth_pixel_max is None  # optional gates may stay unset
     for cls in (LabelRules, AuditConfig):
         assert all(f.metadata.get("help") for f in dataclasses.fields(cls)), f"{cls.__name__}: every field documented"
+
+
+def test_eval_and_experiment_settings_use_the_one_validator():
+    """Issue 21.3: the evaluation methods' settings and the experiment design are declared with
+    tasks.schema.field and checked by tasks.schema (one ConfigError naming ``<section>.<field>``)."""
+    import pytest
+
+    from eval.decoders import DecoderConfig
+    from eval.diffusion import DiffusionConfig
+    from eval.finetune import FinetuneConfig
+    from eval.ood import OODConfig
+    from eval.probe import ProbeConfig
+    from eval.similarity import SimilarityConfig
+    from eval.vlm.run import RequestSettings, VLMConfig
+    from experiment.design import Design, design_from_config
+    from tasks.schema import ConfigError
+
+    cases = [(ProbeConfig, {}, "probe", "n_boot"), (FinetuneConfig, {}, "finetune", "n_boot"),
+             (OODConfig, {}, "ood", "n_boot"), (DecoderConfig, {"targets": ("y",)}, "decoder", "n_boot"),
+             (SimilarityConfig, {"reference": "a"}, "similarity", "n_boot"), (DiffusionConfig, {}, "diffusion", "n_boot"),
+             (VLMConfig, {}, "vlm", "n_boot"), (RequestSettings, {}, "requests", "concurrency")]
+    for cls, ok, section, key in cases:
+        declared = [f.name for f in dataclasses.fields(cls) if "help" in f.metadata]
+        assert declared == [f.name for f in dataclasses.fields(cls)], f"{cls.__name__}: undeclared settings"
+        cls(**ok)
+        with pytest.raises(ConfigError, match=rf"^{section}\.{key}=0 is not allowed"):
+            cls(**ok, **{key: 0})
+        with pytest.raises(ConfigError, match=rf"^{section}\.{key}='x' must be a whole number"):
+            cls(**ok, **{key: "x"})
+    assert all("help" in f.metadata for f in dataclasses.fields(Design) if f.type == "int")
+    with pytest.raises(ConfigError, match=r"design\.image_px=16 is out of range \[32, 4096\]"):
+        design_from_config({**dataclasses.asdict(Design()), "image_px": 16})

@@ -89,6 +89,35 @@ def test_a_model_source_plugs_in_by_registration(monkeypatch):
         ModelId.parse("keras:x")
 
 
+def test_an_ood_classifier_head_plugs_in_per_model_source(monkeypatch):
+    """eval.ood.load_classifier asks the head registry of the model's source, not an if/elif on its name: a
+    source without a head is refused naming it; registering one makes its models classifiers."""
+    import torch
+
+    from eval import ood
+
+    assert set(ood.CLASSIFIER_HEADS) <= set(zoo.SOURCES)
+    monkeypatch.setattr(zoo, "SOURCES", dict(zoo.SOURCES))
+    monkeypatch.setattr(ood, "CLASSIFIER_HEADS", dict(ood.CLASSIFIER_HEADS))
+
+    @zoo.register_source("toy", "toy:<width>")
+    def _load_toy(mid, weights, kwargs, versions):
+        m = torch.nn.Sequential(torch.nn.Conv2d(3, int(mid.name), 3), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten())
+        cfg = {"input_size": (3, 32, 32), "mean": (0.5,) * 3, "std": (0.5,) * 3, "interpolation": "bilinear",
+               "crop_pct": 1.0}
+        return m, cfg, lambda im: im, None, None
+
+    with pytest.raises(ZooError, match="toy:5: OOD classification needs a 1000-way ImageNet classifier"):
+        ood.load_classifier("toy:5")
+
+    @ood.register_classifier_head("toy")
+    def _toy_head(loaded, weights, device):
+        loaded.module.append(torch.nn.Linear(5, 1000))
+
+    clf = ood.load_classifier("toy:5")
+    assert clf.module(torch.zeros(1, 3, 32, 32)).shape == (1, 1000)
+
+
 def test_a_dataset_layout_plugs_in_by_registration(tmp_path, monkeypatch):
     monkeypatch.setattr(tasks, "LAYOUTS", dict(tasks.LAYOUTS))
     (tmp_path / "toy.csv").write_text("x\n")

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_categories_and_imagenet_indices_match_the_16_class_table():
-    table = json.loads((ROOT / "tasks" / "data" / "imagenet16.json").read_text())["categories"]
+    table = json.loads((ROOT / "scenes" / "objects" / "imagenet.json").read_text())["categories"]
     assert categories() == sorted(table) == category_names()
     for c in categories():
         for i in range(1, N_INSTANCES + 1):

@@ -77,3 +77,20 @@ def test_fast_png_writer_decodes_through_pil():
 
     a = np.random.default_rng(0).integers(0, 256, (7, 5, 3), dtype=np.uint8)
     np.testing.assert_array_equal(np.asarray(Image.open(io.BytesIO(png_bytes(a)))), a)
+
+
+def test_audit_thumbnails_use_the_one_loader_rules(tmp_path):
+    """``render.files.read_image_small`` (the shortcut audit's thumbnails): an 8-bit image gives exactly
+    PIL's reduce + box resize (its plain twin); a 16-bit image is scaled like the one loader, not white."""
+    from render.files import read_image_small
+
+    rng = np.random.default_rng(0)
+    a8 = rng.integers(0, 256, (96, 80, 3), dtype=np.uint8)
+    Image.fromarray(a8).save(tmp_path / "rgb8.png")
+    im = Image.fromarray(a8).reduce(2).resize((32, 32), Image.BOX)
+    np.testing.assert_array_equal(read_image_small(tmp_path / "rgb8.png", 32), np.asarray(im, np.float32) / 255.0)
+    p, want = _ramp16(tmp_path)
+    small = read_image_small(p, 32)
+    assert small.shape == (32, 32, 3)
+    ref = np.asarray(Image.fromarray((want * 255 + 0.5).astype(np.uint8)).reduce(2), np.float32) / 255.0
+    np.testing.assert_allclose(small[..., 0], ref, atol=2 / 255)

@@ -33,3 +33,17 @@ def test_backends_see_the_same_values():
     assert (_cpu.C0, _cpu.C1, (_cpu.C20, _cpu.C21, _cpu.C22, _cpu.C23, _cpu.C24)) == (sh.C0, sh.C1, sh.C2)
     assert (_cpu.C30, _cpu.C31, _cpu.C32, _cpu.C33, _cpu.C34, _cpu.C35, _cpu.C36) == sh.C3
     assert _cpu.TILE == _torch_impl.TILE == rules.TILE
+
+
+def test_sh_constants_are_stated_once_in_the_whole_code_base():
+    """The real-SH constants appear as literals only in scenes/sh.py (scenes.gaussians' SH_C0 is sh.C0)."""
+    from scenes import gaussians
+
+    assert gaussians.SH_C0 is sh.C0
+    constants = {sh.C0, sh.C1, *sh.C2, *sh.C3}
+    for top in ("scenes", "render", "tasks", "eval", "experiment"):
+        for path in sorted((ROOT / top).rglob("*.py")):
+            if path == ROOT / "scenes" / "sh.py":
+                continue
+            copies = _literals(path) & constants
+            assert not copies, f"{path.relative_to(ROOT)} repeats SH constants {sorted(copies)}; import scenes.sh"

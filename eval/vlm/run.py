@@ -37,6 +37,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from tasks import schema as S
+
 from ..runner import Method, SeedResult, register_method
 from .cache import ResponseCache, request_key, request_key_fields
 from .parse import KINDS, parse_answer
@@ -50,32 +52,27 @@ PAPER_TEMPERATURES = tuple(round(0.1 * i, 1) for i in range(8))  # 0.0 ... 0.7
 
 @dataclass(frozen=True)
 class VLMConfig:
-    """What determines the replies (all of it in the run's digest)."""
+    """What determines the replies (all of it in the run's digest). Declared and checked with ``tasks.schema``
+    (errors name ``vlm.<field>``)."""
 
-    prompt_set: str = "auto"  # auto (= 3dpc_camera for 3D-PC tasks) | 3dpc_camera | 3dpc_paper
-    question: str | None = None  # a custom question (with ``answers``) for any task
-    answers: dict | None = None  # class name -> answer token
-    aliases: dict | None = None  # answer token -> words meaning it
-    system: str | None = None
-    shots: int = 20
-    reasoning: str = "direct"  # direct | cot
-    temperature: float = 0.0
-    max_tokens: int | None = None  # None = 16 (direct) / 1024 (cot)
-    repeat: int = 0  # another sample of the same request (a distinct cache entry)
-    seeds: tuple[int, ...] = (0,)
-    n_boot: int = 10_000
-    ci: float = 0.95
+    prompt_set: str = S.field("auto", "auto (= 3dpc_camera for 3D-PC tasks) | 3dpc_camera | 3dpc_paper")
+    question: str | None = S.field(None, "a custom question (with ``answers``) for any task")
+    answers: dict | None = S.field(None, "class name -> answer token")
+    aliases: dict | None = S.field(None, "answer token -> words meaning it")
+    system: str | None = S.field(None, "system prompt")
+    shots: int = S.field(20, "in-context examples", check=S.at_least(0))
+    reasoning: str = S.field("direct", "direct or cot", choices=("direct", "cot"))
+    temperature: float = S.field(0.0, "sampling temperature", check=S.between(0.0, 2.0))
+    max_tokens: int | None = S.field(None, "None = 16 (direct) / 1024 (cot)", check=(lambda v: v >= 1, "null or >= 1"))
+    repeat: int = S.field(0, "another sample of the same request (a distinct cache entry)", check=S.at_least(0))
+    seeds: tuple[int, ...] = S.field((0,), "run seeds (example choice, local sampling)",
+                                     check=S.non_empty("at least one seed"))
+    n_boot: int = S.field(10_000, "bootstrap resamples of the CIs", check=S.at_least(100))
+    ci: float = S.field(0.95, "confidence level", check=S.between(0, 1, "()"))
 
     def __post_init__(self):
         object.__setattr__(self, "seeds", tuple(int(s) for s in self.seeds))
-        rules = {"shots": (self.shots >= 0, ">= 0"), "reasoning": (self.reasoning in ("direct", "cot"), "direct or cot"),
-                 "temperature": (0.0 <= self.temperature <= 2.0, "in [0, 2]"),
-                 "max_tokens": (self.max_tokens is None or self.max_tokens >= 1, "null or >= 1"),
-                 "repeat": (self.repeat >= 0, ">= 0"), "seeds": (len(self.seeds) >= 1, "at least one seed"),
-                 "n_boot": (self.n_boot >= 100, ">= 100"), "ci": (0 < self.ci < 1, "in (0, 1)")}
-        for name, (ok, allowed) in rules.items():
-            if not ok:
-                raise ValueError(f"vlm.{name}={getattr(self, name)!r} is not allowed ({allowed})")
+        S.validate_section(self, "vlm")
 
     @property
     def tokens(self) -> int:
@@ -84,27 +81,24 @@ class VLMConfig:
 
 @dataclass(frozen=True)
 class RequestSettings:
-    """How requests are sent (not in the digest: they do not change a reply)."""
+    """How requests are sent (not in the digest: they do not change a reply). Checked with ``tasks.schema``
+    (errors name ``requests.<field>``)."""
 
-    base_url: str | None = None
-    api_key_env: str | None = None
-    concurrency: int = 8
-    max_retries: int = 6
-    backoff_s: float = 1.0
-    backoff_max_s: float = 60.0
-    timeout_s: float = 60.0
-    max_requests: int | None = None  # budget of HTTP attempts per invocation (None = unlimited)
-    price_in_per_mtok: float | None = None  # USD per million input tokens
-    price_out_per_mtok: float | None = None
-    cache_dir: str | None = None
+    base_url: str | None = S.field(None, "the provider's server address (None = the SDK's default)")
+    api_key_env: str | None = S.field(None, "environment variable holding the key (None = the provider's usual one)")
+    concurrency: int = S.field(8, "requests in flight", check=S.at_least(1))
+    max_retries: int = S.field(6, "retries of a failed request", check=S.at_least(0))
+    backoff_s: float = S.field(1.0, "first retry delay (s), doubled per retry", check=S.at_least(0))
+    backoff_max_s: float = S.field(60.0, "longest retry delay (s)", check=S.at_least(0))
+    timeout_s: float = S.field(60.0, "per-request timeout (s)", check=S.above(0))
+    max_requests: int | None = S.field(None, "budget of HTTP attempts per invocation (None = unlimited)",
+                                       check=S.at_least(0))
+    price_in_per_mtok: float | None = S.field(None, "USD per million input tokens")
+    price_out_per_mtok: float | None = S.field(None, "USD per million output tokens")
+    cache_dir: str | None = S.field(None, "reply cache folder")
 
     def __post_init__(self):
-        rules = {"concurrency": self.concurrency >= 1, "max_retries": self.max_retries >= 0,
-                 "backoff_s": self.backoff_s >= 0, "backoff_max_s": self.backoff_max_s >= 0,
-                 "timeout_s": self.timeout_s > 0, "max_requests": self.max_requests is None or self.max_requests >= 0}
-        for name, ok in rules.items():
-            if not ok:
-                raise ValueError(f"requests.{name}={getattr(self, name)!r} is not allowed")
+        S.validate_section(self, "requests")
 
 
 @dataclass

@@ -9,9 +9,8 @@ function of (category, instance, seed); instance numbers start at 1. Conventions
 :mod:`render.drawing` (line drawing, silhouette, shaded; any azimuth and inclination).
 
 Builders live in ``animals.py``, ``vehicles.py`` and ``household.py`` and register themselves with
-:func:`category`. ImageNet indices: ``imagenet.json`` beside this file, the 16-class table of
-``tasks/data/imagenet16.json`` (tests/test_objects.py checks they are identical; the scenes layer cannot
-import tasks).
+:func:`category`. ImageNet indices: ``imagenet.json`` beside this file, the versioned 16-class ImageNet table
+(the one copy: ``tasks.imagenet16`` reads it from here, since tasks may import scenes but not the reverse).
 """
 from __future__ import annotations
 

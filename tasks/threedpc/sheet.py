@@ -66,6 +66,8 @@ def contact_sheet(build: Path, task: str, split: str = "test", n: int = 40, seed
     """The sheet as a uint8 RGB array [rows·(tile+14), cols·tile, 3]: tiles resized to ``tile`` pixels."""
     from PIL import Image, ImageDraw
 
+    from render.files import read_image
+
     build = Path(build)
     md = read_rows(build)
     pick = pick_images(md, task, split, n, seed)
@@ -75,8 +77,7 @@ def contact_sheet(build: Path, task: str, split: str = "test", n: int = 40, seed
     sheet = Image.new("RGB", (cols * tile, rows * (tile + 14)), "white")
     draw = ImageDraw.Draw(sheet)
     for i, r in enumerate(pick.itertuples()):
-        with Image.open(build / r.file_name) as im:
-            im = im.convert("RGB").resize((tile, tile), Image.LANCZOS)
+        im = read_image(build / r.file_name).resize((tile, tile), Image.LANCZOS)
         x, y = (i % cols) * tile, (i // cols) * (tile + 14)
         sheet.paste(im, (x, y))
         draw.text((x + 2, y + tile + 1), f"{i}: {caption(r, task)}", fill="black")

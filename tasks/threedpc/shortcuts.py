@@ -256,18 +256,10 @@ def shortcut_cues(df):
 
 # ---------------------------------------------------------------------- images
 def load_small(path, size: int) -> np.ndarray:
-    """An image as a (size, size, 3) float32 array in [0, 1]: PIL's integer ``reduce`` (box average; cheap)
-    to about ``size``, then a box resize to exactly ``size``."""
-    from PIL import Image
+    """An image as a (size, size, 3) float32 array in [0, 1] (``render.files.read_image_small``)."""
+    from render.files import read_image_small
 
-    with Image.open(path) as im:
-        im = im.convert("RGB")
-        f = max(1, min(im.size) // size)
-        if f > 1:
-            im = im.reduce(f)
-        if im.size != (size, size):
-            im = im.resize((size, size), Image.BOX)
-        return np.asarray(im, np.float32) / 255.0
+    return read_image_small(path, size)
 
 
 def image_features(root, files, size: int = 32, threads: int = 4) -> np.ndarray:

@@ -597,11 +597,11 @@ def condition_declared(name: str, condition: str) -> bool:
 
 
 def read_png(path) -> np.ndarray:
-    """A generated image as uint8 [H, W, 3] (tests measure properties from the PNGs themselves)."""
-    from PIL import Image
+    """A generated image as uint8 [H, W, 3] (tests measure properties from the PNGs themselves), read by
+    Vantage's one loader (``render.files.read_image_array``)."""
+    from render.files import read_image_array
 
-    with Image.open(path) as im:
-        return np.asarray(im.convert("RGB"))
+    return read_image_array(path, "RGB")
 
 
 def luminance(img: np.ndarray) -> np.ndarray:
