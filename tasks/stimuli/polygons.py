@@ -365,10 +365,13 @@ def _runs_minus_discs(y: np.ndarray, first: np.ndarray, last: np.ndarray, cx: np
     return starts, ends
 
 
-def _image(pix: np.ndarray, size: int, channels: int) -> np.ndarray:
-    """uint8 [S, S] or [S, S, C] (contiguous): white, black at the flat pixels ``pix``."""
-    img = np.full((size * size, channels), 255, np.uint8)
-    img[pix] = 0
+def _image(pix, size: int, channels: int) -> np.ndarray:
+    """uint8 [S, S] or [S, S, C] (contiguous): white, black at the flat pixels ``pix`` (an array, or a tuple of
+    arrays); every channel of a pixel set at once, through a view of C-byte items."""
+    img = np.full(size * size * channels, 255, np.uint8)
+    black = np.zeros(1, f"V{channels}")[0]
+    for p in pix if isinstance(pix, tuple) else (pix,):
+        img.view(f"V{channels}")[p] = black
     return img.reshape(size, size) if channels == 1 else img.reshape(size, size, channels)
 
 
@@ -550,24 +553,23 @@ def _group(cls: str, seed: int, ci: int, k0: int, k1: int, levels: tuple, varian
     owner = np.repeat(np.arange(len(images)), counts)                # runs, image by image
     ys, fs, ls = y[idx], first[idx], last[idx]
     # only runs that a disc's bounding box touches need the exact test; the others are kept whole
-    cx, cy, ro = cs[owner, :, 0], cs[owner, :, 1], rs[owner, None]
+    cx, cy, ro = np.ascontiguousarray(cs[:, :, 0])[owner], np.ascontiguousarray(cs[:, :, 1])[owner], rs[owner, None]
     near = ((np.abs(ys[:, None] - cy) <= ro) & (cx - ro <= ls[:, None]) & (cx + ro >= fs[:, None])).any(axis=1)
     o = owner[near]
     starts, ends = _runs_minus_discs(ys[near], fs[near], ls[near], cx[near], cy[near], rs[o])
     keep = starts <= ends
-    ys = np.concatenate([ys[~near], np.broadcast_to(ys[near][:, None], keep.shape)[keep]])
-    fs = np.concatenate([fs[~near], starts[keep]])
-    ls = np.concatenate([ls[~near], ends[keep]])
-    owner = np.concatenate([owner[~near], np.broadcast_to(o[:, None], keep.shape)[keep]])
-    order = np.argsort(owner, kind="stable")                           # runs image by image
-    ys, fs, ls, owner = ys[order], fs[order], ls[order], owner[order]
-    pix = _run_pixels(ys, fs, ls, size)
-    cut = np.concatenate([[0], np.cumsum(np.bincount(owner, weights=ls - fs + 1, minlength=len(images)))])
-    cut = cut.astype(np.int64).tolist()
+    # pixels of the untouched runs and of the touched runs' pieces, each in image order; an image is both slices
+    parts = []
+    for y_, f_, l_, own in ((ys[~near], fs[~near], ls[~near], owner[~near]),
+                            (np.broadcast_to(ys[near][:, None], keep.shape)[keep], starts[keep], ends[keep],
+                             np.broadcast_to(o[:, None], keep.shape)[keep])):
+        pix = _run_pixels(y_, f_, l_, size)
+        cut = np.cumsum(np.bincount(own, weights=l_ - f_ + 1, minlength=len(images))).astype(np.int64).tolist()
+        parts.append((pix, [0] + cut))
     for j, (b, i, variant, fraction) in enumerate(images):
         k, li = keys[b]
-        out[k, li, variant] = (pix[cut[j]:cut[j + 1]], {**extras[b], "disc_radius": radii[i],
-                                                        "removed_fraction": fraction})
+        pix = tuple(p[c[j]:c[j + 1]] for p, c in parts)
+        out[k, li, variant] = (pix, {**extras[b], "disc_radius": radii[i], "removed_fraction": fraction})
     return out
 
 
