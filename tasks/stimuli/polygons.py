@@ -262,12 +262,12 @@ def _stroke_pixels(v: np.ndarray, size: int, reach: float) -> np.ndarray:
     return ((e[near] // n) * S + y[near]) * S + x[near]
 
 
-def _stroke_rows(v: np.ndarray, size: int, reach: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _stroke_rows(v: np.ndarray, size: int, reach: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The same stroke as :func:`_stroke_pixels` for polygons with whole-number vertices (every ``release``
     drawing without antialiasing), as runs: per edge and row, the pixels within ``reach`` of the edge form one
     interval (a capsule is convex), computed from its three parts — the band along the segment (|cross| ≤
     reach·length, 0 ≤ dot ≤ length²) and the two end discs. Returns (b·S + y, first x, last x) per run, x
-    clipped to the image; empty runs have last < first. Equal to the per-pixel test: with integer vertices a
+    clipped to the image; empty runs have last < first; and the index of each run's edge in its polygon. Equal to the per-pixel test: with integer vertices a
     run's end is never within 1e-8 px of a whole number unless it is one exactly (the band's sides sit at
     (py·dx ± reach·length)/dy, and reach·length = (10·w + 9)·length/20 is never a whole number that an
     integer cross product reaches; an end-disc side would need a square equal to reach² − py²), while the
@@ -314,7 +314,7 @@ def _stroke_rows(v: np.ndarray, size: int, reach: float) -> tuple[np.ndarray, np
     empty = ~(first <= last)
     first = np.where(empty, 0, first).astype(np.int64)
     last = np.where(empty, -1, last).astype(np.int64)
-    return (e // n) * S + y, first, last
+    return (e // n) * S + y, first, last, e % n
 
 
 def _run_pixels(row: np.ndarray, first: np.ndarray, last: np.ndarray, size: int) -> np.ndarray:
@@ -524,7 +524,8 @@ def _group(cls: str, seed: int, ci: int, k0: int, k1: int, levels: tuple, varian
     shapes = [sample_shape(cls, np.random.default_rng([seed + 1, ci + 1, k + 1, li + 1]), size, line_width)
               for k, li in keys]
     v = np.stack([s._centres["vertices"] for s in shapes])
-    row, first, last = _stroke_rows(v, size, release_reach(line_width))
+    reach = release_reach(line_width)
+    row, first, last, edge = _stroke_rows(v, size, reach)
     y = row % size
     bounds = np.searchsorted(row, np.arange(len(shapes) + 1) * size).tolist()  # runs come shape by shape
     extras = [{"cx": s.cx, "cy": s.cy, "radius": s.radius, "rotation_deg": s.rotation_deg, "perimeter": s.perimeter}
@@ -551,9 +552,22 @@ def _group(cls: str, seed: int, ci: int, k0: int, k1: int, levels: tuple, varian
     counts = [bounds[b + 1] - bounds[b] for b, _, _, _ in images]
     idx = np.concatenate([np.arange(bounds[b], bounds[b + 1]) for b, _, _, _ in images])
     owner = np.repeat(np.arange(len(images)), counts)                # runs, image by image
-    ys, fs, ls = y[idx], first[idx], last[idx]
+    ys, fs, ls, es = y[idx], first[idx], last[idx], edge[idx]
+    # a disc can only reach an edge's runs if its centre lies within radius + reach of the edge: per image
+    # and edge, the few such discs (the others' slots point far away), so a run is tested against those only
+    va = v[[b for b, _, _, _ in images]]                               # [images, n, 2]
+    vd = np.roll(va, -1, axis=1) - va
+    rel = cs[:, :, None, :] - va[:, None, :, :]                        # [images, m, n, 2]
+    t = np.clip((rel * vd[:, None]).sum(-1) / (vd * vd).sum(-1)[:, None], 0.0, 1.0)
+    gap = rel - t[..., None] * vd[:, None]
+    reach_ok = (gap * gap).sum(-1) <= (rs[:, None, None] + reach + 2.0) ** 2    # [images, m, n]
+    slots = max(int(reach_ok.sum(axis=1).max()), 1)
+    pick = np.argsort(~reach_ok, axis=1, kind="stable")[:, :slots]      # [images, slots, n]
+    ok = np.take_along_axis(reach_ok, pick, 1)
+    scx = np.where(ok, np.take_along_axis(cs[:, :, 0, None], pick, 1), -1e4).transpose(0, 2, 1)  # [images, n, slots]
+    scy = np.where(ok, np.take_along_axis(cs[:, :, 1, None], pick, 1), -1e4).transpose(0, 2, 1)
+    cx, cy, ro = scx[owner, es], scy[owner, es], rs[owner, None]       # [runs, slots]
     # only runs that a disc's bounding box touches need the exact test; the others are kept whole
-    cx, cy, ro = np.ascontiguousarray(cs[:, :, 0])[owner], np.ascontiguousarray(cs[:, :, 1])[owner], rs[owner, None]
     near = ((np.abs(ys[:, None] - cy) <= ro) & (cx - ro <= ls[:, None]) & (cx + ro >= fs[:, None])).any(axis=1)
     o = owner[near]
     starts, ends = _runs_minus_discs(ys[near], fs[near], ls[near], cx[near], cy[near], rs[o])
