@@ -291,6 +291,19 @@ def test_release_stroke_runs_equal_the_per_pixel_test():
         np.testing.assert_array_equal(per_pixel[:224 * 224].reshape(224, 224), release_stroke_reference(v[0], 224, w) == 0)
 
 
+def test_batched_sampling_equals_sample_shape():
+    """The fast path samples a batch of shapes with one generator each and computes their vertices together:
+    the same shapes as one at a time."""
+    from tasks.stimuli.polygons import CLASSES, _sample_shapes
+
+    for cls in CLASSES[1:]:
+        seeds = [[1, 2, k, 7] for k in range(200)]
+        shapes, v = _sample_shapes(cls, seeds, 224, 2)
+        for s, vs, seed in zip(shapes, v, seeds, strict=True):
+            assert s == sample_shape(cls, np.random.default_rng(seed), 224, 2)
+            np.testing.assert_array_equal(vs, np.asarray(s.vertices, float))
+
+
 def test_paper_fast_path_equals_the_per_item_drawing():
     """preset=paper draws several base shapes' images in one batch (runs minus discs); every image and every
     extra column equals the per-item drawing and removed fraction (whatever the batch boundaries: per_class

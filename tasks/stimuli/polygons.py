@@ -99,6 +99,27 @@ def sample_shape(cls: str, rng: np.random.Generator, size: int = 224, line_width
     return BaseShape(cls, cx, cy, r, rot, verts)
 
 
+def _sample_shapes(cls: str, seeds: list, size: int, line_width: int) -> tuple[list, np.ndarray]:
+    """:func:`sample_shape` for a batch of polygons of one class, one generator per seed (``default_rng(seed)``):
+    the same draws per shape, the vertices computed for the whole batch (elementwise the same operations, so
+    the same numbers; tested). Returns the shapes and their vertices, float64 [B, n, 2]."""
+    min_r = int(size / 5)
+    pad = math.ceil(line_width / 2)
+    n = SIDES[cls]
+    draws = []
+    for seed in seeds:
+        rng = np.random.default_rng(seed)
+        cx, cy = rng.integers(min_r + pad + 1, size - min_r - pad, size=2).tolist()
+        max_r = min(cx, cy, size - cx, size - cy)
+        r = int(rng.integers(min_r, max_r)) if max_r > min_r else min_r
+        draws.append((cx, cy, r, int(rng.integers(0, 360))))
+    cx, cy, r, rot = (np.array(c, np.int64)[:, None] for c in zip(*draws, strict=True))
+    a = np.array([math.radians(x) for x in rot[:, 0].tolist()])[:, None] + 2 * math.pi * np.arange(n) / n
+    v = np.stack([np.rint(cx + r * np.cos(a)).astype(int), np.rint(cy + r * np.sin(a)).astype(int)], axis=2)
+    shapes = [BaseShape(cls, *d, tuple(map(tuple, vs))) for d, vs in zip(draws, v.tolist(), strict=True)]
+    return shapes, v.astype(np.float64)
+
+
 def disc_centres(shape: BaseShape, variant: str) -> np.ndarray:
     """float64 [n, 2] (x, y): the vertices (``corners``) or the edge midpoints (``edges``); read-only."""
     return shape._centres["corners" if variant == "corners" else "edges"]
@@ -521,9 +542,7 @@ def _group(cls: str, seed: int, ci: int, k0: int, k1: int, levels: tuple, varian
     degraded = [v for v in ("corners", "edges") if v in variants]
     keys = [(k, li) for k in range(k0, k1)
             for li in ([-1] if "whole" in variants else []) + (list(range(len(levels))) if degraded else [])]
-    shapes = [sample_shape(cls, np.random.default_rng([seed + 1, ci + 1, k + 1, li + 1]), size, line_width)
-              for k, li in keys]
-    v = np.stack([s._centres["vertices"] for s in shapes])
+    shapes, v = _sample_shapes(cls, [[seed + 1, ci + 1, k + 1, li + 1] for k, li in keys], size, line_width)
     reach = release_reach(line_width)
     row, first, last, edge = _stroke_rows(v, size, reach)
     y = row % size
@@ -543,7 +562,7 @@ def _group(cls: str, seed: int, ci: int, k0: int, k1: int, levels: tuple, varian
     r = np.array(radii, np.float64)
     images, centres = [], []
     for variant in degraded:
-        c = np.stack([disc_centres(shapes[b], variant) for b in deg])
+        c = v[deg] if variant == "corners" else (v[deg] + np.roll(v[deg], -1, axis=1)) / 2  # as BaseShape._centres
         fractions = _removed_fractions(v[deg], c, r).tolist()
         centres.append(c)
         images += [(b, i, variant, fractions[i]) for i, b in enumerate(deg)]
