@@ -398,7 +398,7 @@ def _image(pix, size: int, channels: int) -> np.ndarray:
 
 def release_stroke_reference(vertices, size: int, line_width: int, scale: int = 1) -> np.ndarray:
     """uint8 [size·scale]²: the ``release`` stroke, plainly — each pixel centre's distance to every edge
-    (the specification the compiled kernel is tested against, pixel for pixel)."""
+    (the specification the fast strokes, per pixel and as runs, are tested against, pixel for pixel)."""
     n = size * scale
     y, x = np.mgrid[0:n, 0:n].astype(np.float64)
     v = np.asarray(vertices, np.float64) * scale
