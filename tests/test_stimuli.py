@@ -254,7 +254,9 @@ def test_removed_fraction_exact_against_dense_sampling():
 
 
 def test_removed_fraction_fast_path_matches_reference():
-    from tasks.stimuli.polygons import CLASSES, removed_fraction_reference
+    """The vectorised removed fraction gives the bits of its plain loop twin (the dataset's table is
+    byte-identical whichever computes it), and both the NumPy specification to rounding."""
+    from tasks.stimuli.polygons import CLASSES, removed_fraction_loop, removed_fraction_reference
 
     rng = np.random.default_rng(11)
     for cls in CLASSES[1:]:
@@ -262,8 +264,71 @@ def test_removed_fraction_fast_path_matches_reference():
             s = sample_shape(cls, rng)
             for variant in ("corners", "edges"):
                 for level in LEVELS + (0.0, 0.95, 1.0):
-                    assert removed_fraction(s, variant, level) == pytest.approx(
-                        removed_fraction_reference(s, variant, level), abs=1e-12)
+                    fast = removed_fraction(s, variant, level)
+                    assert fast == removed_fraction_loop(s, variant, level)  # exactly: same operations, same order
+                    assert fast == pytest.approx(removed_fraction_reference(s, variant, level), abs=1e-12)
+
+
+def test_release_stroke_runs_equal_the_per_pixel_test():
+    """The fast path's stroke as runs per row (whole-number vertices) has exactly the pixels of the per-pixel
+    test, for random polygons at every line width and for axis-parallel and image-border edges."""
+    from tasks.stimuli.polygons import CLASSES, _run_pixels, _stroke_pixels, _stroke_rows, release_reach, \
+        release_stroke_reference
+
+    rng = np.random.default_rng(2)
+    widths = (1, 2, 2, 2, 3, 4, 7, 16)
+    cases = [(np.stack([np.asarray(sample_shape(cls, rng, 224, w).vertices, float) for _ in range(6)]), w)
+             for cls in CLASSES[1:] for w in widths]
+    hand = [[(50, 50), (150, 50), (150, 150), (50, 150)], [(10, 0), (223, 0), (223, 223)], [(0, 100), (223, 100), (100, 223)],
+            [(100, 10), (100, 200), (30, 120)]]
+    cases += [(np.asarray(v, float)[None], w) for v in hand for w in (1, 2, 5)]
+    for v, w in cases:
+        n = len(v) * 224 * 224
+        runs, per_pixel = np.zeros(n, bool), np.zeros(n, bool)
+        runs[_run_pixels(*_stroke_rows(v, 224, release_reach(w))[:3], 224)] = True
+        per_pixel[_stroke_pixels(v, 224, release_reach(w))] = True
+        np.testing.assert_array_equal(runs, per_pixel)
+        np.testing.assert_array_equal(per_pixel[:224 * 224].reshape(224, 224), release_stroke_reference(v[0], 224, w) == 0)
+
+
+def test_batched_sampling_equals_sample_shape():
+    """The fast path samples a batch of shapes with one generator each and computes their vertices together:
+    the same shapes as one at a time."""
+    from tasks.stimuli.polygons import CLASSES, _sample_shapes
+
+    for cls in CLASSES[1:]:
+        seeds = [[1, 2, k, 7] for k in range(200)]
+        shapes, v = _sample_shapes(cls, seeds, 224, 2)
+        for s, vs, seed in zip(shapes, v, seeds, strict=True):
+            assert s == sample_shape(cls, np.random.default_rng(seed), 224, 2)
+            np.testing.assert_array_equal(vs, np.asarray(s.vertices, float))
+
+
+def test_paper_fast_path_equals_the_per_item_drawing():
+    """preset=paper draws several base shapes' images in one batch (runs minus discs); every image and every
+    extra column equals the per-item drawing and removed fraction (whatever the batch boundaries: per_class
+    not a multiple of the batch), and the whole shapes too."""
+    from tasks.stimuli import GENERATORS
+    from tasks.stimuli.polygons import GROUP, _base
+    from tasks.stimuli.registry import make_config
+
+    g = GENERATORS["degraded_polygons"]
+    cfg = make_config(g, {"preset": "paper", "per_class": GROUP + 2, "levels": [0.1, 0.3, 0.7],
+                          "classes": ["triangle", "square", "octagon"]})
+    n = 0
+    for it in g.items(cfg, 5):
+        img, extra = g.render(cfg, it)
+        shape = _base(it.params["shape_class"], tuple(it.params["_rng"]), 224, 2, False, "release", 3)[0]
+        variant, level = it.params["variant"], it.params["level"]
+        grey = draw(shape, 224, 2, variant, level, stroke="release")
+        np.testing.assert_array_equal(img, np.repeat(grey[:, :, None], 3, axis=2))
+        want = {"cx": shape.cx, "cy": shape.cy, "radius": shape.radius, "rotation_deg": shape.rotation_deg,
+                "perimeter": shape.perimeter}
+        if variant != "whole":
+            want |= {"disc_radius": disc_radius(shape, level), "removed_fraction": removed_fraction(shape, variant, level)}
+        assert extra == want and list(extra) == list(want)
+        n += 1
+    assert n == 3 * (GROUP + 2) * (1 + 3 * 2)
 
 
 def test_png_encoder_broadcast_grey_to_rgb():
@@ -307,7 +372,7 @@ def test_every_generator_draws_from_the_seed_and_records_it(name, tmp_path):
 
 def test_release_stroke_width_and_overlap():
     """The released PNGs' stroke: 3 px centred on the edge (~2.95 black pixels per pixel of outline; the
-    'inside' stroke of the paper's wording gives ~1.7); the compiled drawing equals its plain reference,
+    'inside' stroke of the paper's wording gives ~1.7); the fast drawing equals its plain reference,
     and overlaps OpenCV's own drawing (the original's library) when it is installed."""
     from tasks.stimuli.polygons import release_stroke_reference
 

@@ -99,6 +99,27 @@ def sample_shape(cls: str, rng: np.random.Generator, size: int = 224, line_width
     return BaseShape(cls, cx, cy, r, rot, verts)
 
 
+def _sample_shapes(cls: str, seeds: list, size: int, line_width: int) -> tuple[list, np.ndarray]:
+    """:func:`sample_shape` for a batch of polygons of one class, one generator per seed (``default_rng(seed)``):
+    the same draws per shape, the vertices computed for the whole batch (elementwise the same operations, so
+    the same numbers; tested). Returns the shapes and their vertices, float64 [B, n, 2]."""
+    min_r = int(size / 5)
+    pad = math.ceil(line_width / 2)
+    n = SIDES[cls]
+    draws = []
+    for seed in seeds:
+        rng = np.random.default_rng(seed)
+        cx, cy = rng.integers(min_r + pad + 1, size - min_r - pad, size=2).tolist()
+        max_r = min(cx, cy, size - cx, size - cy)
+        r = int(rng.integers(min_r, max_r)) if max_r > min_r else min_r
+        draws.append((cx, cy, r, int(rng.integers(0, 360))))
+    cx, cy, r, rot = (np.array(c, np.int64)[:, None] for c in zip(*draws, strict=True))
+    a = np.array([math.radians(x) for x in rot[:, 0].tolist()])[:, None] + 2 * math.pi * np.arange(n) / n
+    v = np.stack([np.rint(cx + r * np.cos(a)).astype(int), np.rint(cy + r * np.sin(a)).astype(int)], axis=2)
+    shapes = [BaseShape(cls, *d, tuple(map(tuple, vs))) for d, vs in zip(draws, v.tolist(), strict=True)]
+    return shapes, v.astype(np.float64)
+
+
 def disc_centres(shape: BaseShape, variant: str) -> np.ndarray:
     """float64 [n, 2] (x, y): the vertices (``corners``) or the edge midpoints (``edges``); read-only."""
     return shape._centres["corners" if variant == "corners" else "edges"]
@@ -109,58 +130,90 @@ def disc_radius(shape: BaseShape, level: float) -> int:
 
 
 def removed_fraction(shape: BaseShape, variant: str, level: float) -> float:
-    """Exact fraction of the (ideal, zero-width) outline inside the discs (fast path: a compiled loop; the
-    plain NumPy twin ``removed_fraction_reference`` is the specification it is tested against)."""
-    return float(_kernel()(shape._centres["vertices"], disc_centres(shape, variant), float(disc_radius(shape, level))))
+    """Exact fraction of the (ideal, zero-width) outline inside the discs (fast path: :func:`_removed_fractions`,
+    vectorised; its plain loop twin ``removed_fraction_loop`` gives the same bits, and the NumPy
+    ``removed_fraction_reference`` is the specification both are tested against)."""
+    v = shape._centres["vertices"]
+    return float(_removed_fractions(v[None], disc_centres(shape, variant)[None],
+                                    np.array([float(disc_radius(shape, level))]))[0])
 
 
-@functools.cache
-def _kernel():
-    import numba
+def _removed_fractions(v: np.ndarray, c: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """float64 [B]: per polygon b (vertices ``v`` [B, n, 2], disc centres ``c`` [B, m, 2], radius ``r`` [B])
+    the fraction of its outline inside the discs. The arithmetic of :func:`removed_fraction_loop`, operation
+    for operation and in its order (sums accumulated one term at a time), so the bits are the same; NumPy
+    over the batch instead of a compiled loop (no compiler to start in every run)."""
+    a = v[:, :, None, :]                                           # [B, n, 1, 2] edge starts
+    d = np.roll(v, -1, axis=1) - v                                 # [B, n, 2]
+    dx, dy = d[:, :, 0:1], d[:, :, 1:2]                            # [B, n, 1]
+    qa = dx * dx + dy * dy
+    fx = a[..., 0] - c[:, None, :, 0]                              # [B, n, m]
+    fy = a[..., 1] - c[:, None, :, 1]
+    qb = 2.0 * (fx * dx + fy * dy)
+    rr = r[:, None, None]
+    qc = fx * fx + fy * fy - rr * rr
+    disc = qb * qb - 4.0 * qa * qc
+    hit = disc > 0.0
+    root = np.sqrt(np.where(hit, disc, 0.0))
+    lo = np.minimum(np.maximum((-qb - root) / (2.0 * qa), 0.0), 1.0)
+    hi = np.minimum(np.maximum((-qb + root) / (2.0 * qa), 0.0), 1.0)
+    # the loop's insertion sort by start is stable: a stable sort, the missed discs last (they add nothing)
+    order = np.argsort(np.where(hit, lo, np.inf), axis=2, kind="stable")
+    s0 = np.take_along_axis(lo, order, 2)
+    s1 = np.take_along_axis(np.where(hit, hi, -np.inf), order, 2)
+    covered = np.zeros(qa.shape[:2])
+    end = np.zeros(qa.shape[:2])
+    for j in range(s0.shape[2]):
+        t0, t1 = s0[:, :, j], s1[:, :, j]
+        take = t1 > end
+        covered = np.where(take, covered + (t1 - np.maximum(t0, end)), covered)
+        end = np.where(take, t1, end)
+    length = np.sqrt(qa[:, :, 0])
+    removed = np.zeros(len(v))
+    total = np.zeros(len(v))
+    for e in range(v.shape[1]):
+        removed = removed + covered[:, e] * length[:, e]
+        total = total + length[:, e]
+    return removed / total
 
-    @numba.njit(cache=True, nogil=True)
-    def kernel(v, c, r):
-        n, m = v.shape[0], c.shape[0]
-        t0 = np.empty(m)
-        t1 = np.empty(m)
-        removed = 0.0
-        total = 0.0
-        for e in range(n):
-            ax, ay = v[e, 0], v[e, 1]
-            dx, dy = v[(e + 1) % n, 0] - ax, v[(e + 1) % n, 1] - ay
-            qa = dx * dx + dy * dy
-            k = 0
-            for j in range(m):
-                fx, fy = ax - c[j, 0], ay - c[j, 1]
-                qb = 2.0 * (fx * dx + fy * dy)
-                qc = fx * fx + fy * fy - r * r
-                disc = qb * qb - 4.0 * qa * qc
-                if disc <= 0.0:
-                    continue
-                root = np.sqrt(disc)
-                lo = min(max((-qb - root) / (2.0 * qa), 0.0), 1.0)
-                hi = min(max((-qb + root) / (2.0 * qa), 0.0), 1.0)
-                # insertion by start
-                i = k
-                while i > 0 and t0[i - 1] > lo:
-                    t0[i] = t0[i - 1]
-                    t1[i] = t1[i - 1]
-                    i -= 1
-                t0[i] = lo
-                t1[i] = hi
-                k += 1
-            covered = 0.0
-            end = 0.0
-            for i in range(k):
-                if t1[i] > end:
-                    covered += t1[i] - max(t0[i], end)
-                    end = t1[i]
-            length = np.sqrt(qa)
-            removed += covered * length
-            total += length
-        return removed / total
 
-    return kernel
+def removed_fraction_loop(shape: BaseShape, variant: str, level: float) -> float:
+    """The removed fraction as a plain loop (the twin of :func:`_removed_fractions`, bit for bit): per edge,
+    each disc's parameter interval [lo, hi] (a quadratic), inserted in order of its start, the union's
+    length summed one interval at a time."""
+    v = shape._centres["vertices"].tolist()
+    c = disc_centres(shape, variant).tolist()
+    r = float(disc_radius(shape, level))
+    n = len(v)
+    removed = total = 0.0
+    for e in range(n):
+        ax, ay = v[e]
+        dx, dy = v[(e + 1) % n][0] - ax, v[(e + 1) % n][1] - ay
+        qa = dx * dx + dy * dy
+        spans: list[tuple[float, float]] = []
+        for cx, cy in c:
+            fx, fy = ax - cx, ay - cy
+            qb = 2.0 * (fx * dx + fy * dy)
+            qc = fx * fx + fy * fy - r * r
+            disc = qb * qb - 4.0 * qa * qc
+            if disc <= 0.0:
+                continue
+            root = math.sqrt(disc)
+            lo = min(max((-qb - root) / (2.0 * qa), 0.0), 1.0)
+            hi = min(max((-qb + root) / (2.0 * qa), 0.0), 1.0)
+            i = len(spans)
+            while i > 0 and spans[i - 1][0] > lo:
+                i -= 1
+            spans.insert(i, (lo, hi))
+        covered = end = 0.0
+        for lo, hi in spans:
+            if hi > end:
+                covered += hi - max(lo, end)
+                end = hi
+        length = math.sqrt(qa)
+        removed += covered * length
+        total += length
+    return removed / total
 
 
 def removed_fraction_reference(shape: BaseShape, variant: str, level: float) -> float:
@@ -192,49 +245,160 @@ def release_reach(line_width: int) -> float:
     return line_width / 2 + 0.45
 
 
-@functools.cache
-def _stroke_kernel():
-    import numba
+def _stroke_pixels(v: np.ndarray, size: int, reach: float) -> np.ndarray:
+    """int64 flat indices b·S² + y·S + x (repeats possible) of the pixels of polygon b (vertices ``v``
+    [B, n, 2], x, y) whose centre lies within ``reach`` of its closed outline, for a batch of polygons at
+    once. Per edge, per row, only the columns near the edge's centre line are tested (a superset: every
+    pixel within reach is among them); each candidate gets the test of :func:`release_stroke_reference`,
+    operation for operation, so the pixels are the same (tested)."""
+    S = size
+    B, n = v.shape[:2]
+    a = v.reshape(-1, 2)
+    d = (np.roll(v, -1, axis=1) - v).reshape(-1, 2)
+    ax, ay, dx, dy = a[:, 0], a[:, 1], d[:, 0], d[:, 1]
+    q = dx * dx + dy * dy
+    y0 = np.maximum(np.floor(np.minimum(ay, ay + dy) - reach), 0).astype(np.int64)
+    y1 = np.minimum(np.ceil(np.maximum(ay, ay + dy) + reach), S - 1).astype(np.int64)
+    bx0 = np.maximum(np.floor(np.minimum(ax, ax + dx) - reach), 0).astype(np.int64)
+    bx1 = np.minimum(np.ceil(np.maximum(ax, ax + dx) + reach), S - 1).astype(np.int64)
+    rows = np.maximum(y1 - y0 + 1, 0)
+    e = np.repeat(np.arange(len(ax)), rows)                       # one entry per (edge, row)
+    y = np.arange(len(e)) - np.repeat(np.cumsum(rows) - rows - y0, rows)
+    x0, x1 = bx0[e], bx1[e]
+    ey_, steep = dy[e], dy[e] != 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):          # the band's columns: centre line ± half-width
+        xc = ax[e] + (y - ay[e]) * dx[e] / ey_
+        hw = reach * np.sqrt(q[e]) / np.abs(ey_) + 1.0
+        x0 = np.where(steep, np.maximum(x0, np.floor(xc - hw)), x0).astype(np.int64)
+        x1 = np.where(steep, np.minimum(x1, np.ceil(xc + hw)), x1).astype(np.int64)
+    cols = np.maximum(x1 - x0 + 1, 0)
+    k = np.repeat(np.arange(len(e)), cols)                        # one entry per candidate pixel
+    x = np.arange(len(k)) - np.repeat(np.cumsum(cols) - cols - x0, cols)
+    y, e = y[k], e[k]
+    px, py = x - ax[e], y - ay[e]
+    ddx, ddy = dx[e], dy[e]
+    t = np.minimum(np.maximum((px * ddx + py * ddy) / q[e], 0.0), 1.0)
+    ex, ey = px - t * ddx, py - t * ddy
+    near = ex * ex + ey * ey <= reach * reach
+    return ((e[near] // n) * S + y[near]) * S + x[near]
 
-    @numba.njit(cache=True, nogil=True)
-    def kernel(img, v, reach):
-        """Set to 0 every pixel of ``img`` [S, S·C] (C interleaved channels per pixel: grey or RGB drawn
-        alike) whose centre lies within ``reach`` of the closed polyline ``v`` [n, 2] (x, y): per edge, per
-        row, only the columns near the edge's centre line are tested."""
-        S = img.shape[0]
-        C = img.shape[1] // S
-        n = v.shape[0]
-        r2 = reach * reach
-        for e in range(n):
-            ax, ay = v[e, 0], v[e, 1]
-            dx, dy = v[(e + 1) % n, 0] - ax, v[(e + 1) % n, 1] - ay
-            q = dx * dx + dy * dy
-            y0 = max(int(np.floor(min(ay, ay + dy) - reach)), 0)
-            y1 = min(int(np.ceil(max(ay, ay + dy) + reach)), S - 1)
-            bx0 = max(int(np.floor(min(ax, ax + dx) - reach)), 0)
-            bx1 = min(int(np.ceil(max(ax, ax + dx) + reach)), S - 1)
-            for y in range(y0, y1 + 1):
-                x0, x1 = bx0, bx1
-                if dy != 0.0:  # the band's columns on this row: centre line ± reach·length/|dy|, plus a margin
-                    xc = ax + (y - ay) * dx / dy
-                    hw = reach * np.sqrt(q) / abs(dy) + 1.0
-                    x0 = max(x0, int(np.floor(xc - hw)))
-                    x1 = min(x1, int(np.ceil(xc + hw)))
-                for x in range(x0, x1 + 1):
-                    px, py = x - ax, y - ay
-                    t = (px * dx + py * dy) / q
-                    t = min(max(t, 0.0), 1.0)
-                    ex, ey = px - t * dx, py - t * dy
-                    if ex * ex + ey * ey <= r2:
-                        for ch in range(C):
-                            img[y, x * C + ch] = 0
 
-    return kernel
+def _stroke_rows(v: np.ndarray, size: int, reach: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The same stroke as :func:`_stroke_pixels` for polygons with whole-number vertices (every ``release``
+    drawing without antialiasing), as runs: per edge and row, the pixels within ``reach`` of the edge form one
+    interval (a capsule is convex), computed from its three parts — the band along the segment (|cross| ≤
+    reach·length, 0 ≤ dot ≤ length²) and the two end discs. Returns (b·S + y, first x, last x) per run, x
+    clipped to the image; empty runs have last < first; and the index of each run's edge in its polygon. Equal to the per-pixel test: with integer vertices a
+    run's end is never within 1e-8 px of a whole number unless it is one exactly (the band's sides sit at
+    (py·dx ± reach·length)/dy, and reach·length = (10·w + 9)·length/20 is never a whole number that an
+    integer cross product reaches; an end-disc side would need a square equal to reach² − py²), while the
+    floating-point error is ~1e-13 px; tested against the reference on random polygons and line widths."""
+    S = size
+    B, n = v.shape[:2]
+    a = v.reshape(-1, 2)
+    d = (np.roll(v, -1, axis=1) - v).reshape(-1, 2)
+    ax, ay, dx, dy = a[:, 0], a[:, 1], d[:, 0], d[:, 1]
+    q = dx * dx + dy * dy
+    y0 = np.maximum(np.floor(np.minimum(ay, ay + dy) - reach), 0).astype(np.int64)
+    y1 = np.minimum(np.ceil(np.maximum(ay, ay + dy) + reach), S - 1).astype(np.int64)
+    rows = np.maximum(y1 - y0 + 1, 0)
+    e = np.repeat(np.arange(len(ax)), rows)
+    y = np.arange(len(e)) - np.repeat(np.cumsum(rows) - rows - y0, rows)
+    ax, ay, dx, dy, q = ax[e], ay[e], dx[e], dy[e], q[e]
+    py = y - ay
+    r2 = reach * reach
+    lo = np.full(len(e), np.inf)
+    hi = np.full(len(e), -np.inf)
+    for h2, cx in ((r2 - py * py, ax), (r2 - (py - dy) * (py - dy), ax + dx)):  # the end discs
+        w = np.sqrt(np.maximum(h2, 0.0))
+        inside = h2 >= 0.0
+        lo = np.where(inside, np.minimum(lo, cx - w), lo)
+        hi = np.where(inside, np.maximum(hi, cx + w), hi)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rl = reach * np.sqrt(q)
+        # |cross| <= reach·length, cross = (x - ax)·dy − py·dx; for dy = 0: |py·dx| <= reach·length
+        c0, c1 = (py * dx - rl) / dy, (py * dx + rl) / dy
+        flat, near = dy == 0.0, np.abs(py * dx) <= rl
+        b_lo = np.where(flat, np.where(near, -np.inf, np.inf), np.minimum(c0, c1))
+        b_hi = np.where(flat, np.where(near, np.inf, -np.inf), np.maximum(c0, c1))
+        # 0 <= dot <= q, dot = (x - ax)·dx + py·dy; for dx = 0: 0 <= py·dy <= q
+        t0, t1 = (-py * dy) / dx, (q - py * dy) / dx
+        vert = dx == 0.0
+        ok = (py * dy >= 0.0) & (py * dy <= q)
+        b_lo = np.maximum(b_lo, np.where(vert, np.where(ok, -np.inf, np.inf), np.minimum(t0, t1)))
+        b_hi = np.minimum(b_hi, np.where(vert, np.where(ok, np.inf, -np.inf), np.maximum(t0, t1)))
+    band = b_lo <= b_hi
+    lo = np.where(band, np.minimum(lo, ax + b_lo), lo)
+    hi = np.where(band, np.maximum(hi, ax + b_hi), hi)
+    first = np.maximum(np.ceil(lo), 0)
+    last = np.minimum(np.floor(hi), S - 1)
+    empty = ~(first <= last)
+    first = np.where(empty, 0, first).astype(np.int64)
+    last = np.where(empty, -1, last).astype(np.int64)
+    return (e // n) * S + y, first, last, e % n
+
+
+def _run_pixels(row: np.ndarray, first: np.ndarray, last: np.ndarray, size: int) -> np.ndarray:
+    """Flat indices row·S + x of every pixel of the runs (repeats where runs overlap)."""
+    cols = last - first + 1
+    return np.arange(cols.sum()) + np.repeat(row * size + first - (np.cumsum(cols) - cols), cols)
+
+
+def _black_pixels(v: np.ndarray, size: int, reach: float) -> list[np.ndarray]:
+    """Per polygon of the batch ``v`` [B, n, 2]: the sorted, unique flat indices y·S + x of its stroke."""
+    S2 = size * size
+    mask = np.zeros(len(v) * S2, bool)
+    mask[_stroke_pixels(v, size, reach)] = True
+    flat = np.flatnonzero(mask)
+    cuts = np.searchsorted(flat, np.arange(1, len(v)) * S2)
+    return [p - b * S2 for b, p in enumerate(np.split(flat, cuts))]
+
+
+def _outside_discs(pix: np.ndarray, size: int, centres: np.ndarray, r: float) -> np.ndarray:
+    """The pixels of ``pix`` (flat y·S + x) whose centre is farther than ``r`` from every centre [m, 2]
+    (x, y) — the black pixels a disc does not whiten (the test of :func:`release_discs_reference`)."""
+    x = (pix % size).astype(np.float64)[:, None]
+    y = (pix // size).astype(np.float64)[:, None]
+    cx, cy = centres[None, :, 0], centres[None, :, 1]
+    return pix[~((x - cx) * (x - cx) + (y - cy) * (y - cy) <= r * r).any(axis=1)]
+
+
+def _runs_minus_discs(y: np.ndarray, first: np.ndarray, last: np.ndarray, cx: np.ndarray, cy: np.ndarray,
+                      r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Runs (row ``y``, ``first`` .. ``last`` x) with every pixel whose centre lies within ``r`` of a disc
+    centre removed — the white discs of :func:`release_discs_reference`, on runs. Per run: its image's disc
+    centres ``cx``, ``cy`` [runs, m] and radius ``r`` [runs]. Centres are whole or half pixels and radii
+    whole numbers, so each disc's span on a row is exact in integers at twice the scale:
+    (2x − 2cx)² ≤ 4r² − (2y − 2cy)². The spans, sorted by start, leave pieces between them (from the run's
+    start, each piece starts after the furthest span end so far): (starts, ends) [runs, m + 1], a piece
+    empty where end < start."""
+    cx2 = np.rint(cx * 2).astype(np.int64)
+    h = np.rint(4 * r * r).astype(np.int64)[:, None] - (2 * y[:, None] - np.rint(cy * 2).astype(np.int64)) ** 2
+    s = np.floor(np.sqrt(np.maximum(h, 0))).astype(np.int64)       # exact: isqrt for h < 2**52
+    hit = h >= 0
+    big = np.int64(1) << 40
+    a = np.where(hit, (cx2 - s + 1) // 2, big)                      # the disc's first and last x on the row
+    b = np.where(hit, (cx2 + s) // 2, -big)
+    order = np.argsort(a, axis=1, kind="stable")
+    a, b = np.take_along_axis(a, order, 1), np.take_along_axis(b, order, 1)
+    starts = np.maximum.accumulate(np.concatenate([first[:, None], b + 1], axis=1), axis=1)
+    ends = np.concatenate([np.where(a < big, np.minimum(a - 1, last[:, None]), -1), last[:, None]], axis=1)
+    return starts, ends
+
+
+def _image(pix, size: int, channels: int) -> np.ndarray:
+    """uint8 [S, S] or [S, S, C] (contiguous): white, black at the flat pixels ``pix`` (an array, or a tuple of
+    arrays); every channel of a pixel set at once, through a view of C-byte items."""
+    img = np.full(size * size * channels, 255, np.uint8)
+    black = np.zeros(1, f"V{channels}")[0]
+    for p in pix if isinstance(pix, tuple) else (pix,):
+        img.view(f"V{channels}")[p] = black
+    return img.reshape(size, size) if channels == 1 else img.reshape(size, size, channels)
 
 
 def release_stroke_reference(vertices, size: int, line_width: int, scale: int = 1) -> np.ndarray:
     """uint8 [size·scale]²: the ``release`` stroke, plainly — each pixel centre's distance to every edge
-    (the specification the compiled kernel is tested against, pixel for pixel)."""
+    (the specification the fast strokes, per pixel and as runs, are tested against, pixel for pixel)."""
     n = size * scale
     y, x = np.mgrid[0:n, 0:n].astype(np.float64)
     v = np.asarray(vertices, np.float64) * scale
@@ -262,30 +426,8 @@ def _release_outline(shape: BaseShape, size: int, line_width: int, k: int, chann
         rho = np.hypot(x - (shape.cx * k + off), y - (shape.cy * k + off))
         ring = np.where(np.abs(rho - shape.radius * k) <= reach, 0, 255).astype(np.uint8)
         return ring if channels == 1 else np.repeat(ring[:, :, None], channels, axis=2)
-    img = np.full((n, n * channels), 255, np.uint8)
-    _stroke_kernel()(img, np.asarray(shape.vertices, np.float64) * k + off, reach)
-    return img if channels == 1 else img.reshape(n, n, channels)
-
-
-@functools.cache
-def _disc_kernel():
-    import numba
-
-    @numba.njit(cache=True, nogil=True)
-    def kernel(img, centres, r):
-        """Set to 255 every pixel of ``img`` [S, S·C] (C interleaved channels) whose centre lies within ``r``
-        of a centre [m, 2] (x, y)."""
-        S = img.shape[0]
-        C = img.shape[1] // S
-        for j in range(centres.shape[0]):
-            cx, cy = centres[j, 0], centres[j, 1]
-            for y in range(max(int(np.floor(cy - r)), 0), min(int(np.ceil(cy + r)), S - 1) + 1):
-                for x in range(max(int(np.floor(cx - r)), 0), min(int(np.ceil(cx + r)), S - 1) + 1):
-                    if (x - cx) * (x - cx) + (y - cy) * (y - cy) <= r * r:
-                        for ch in range(C):
-                            img[y, x * C + ch] = 255
-
-    return kernel
+    v = np.asarray(shape.vertices, np.float64)[None] * k + off
+    return _image(_black_pixels(v, n, reach)[0], n, channels)
 
 
 def release_discs_reference(img: np.ndarray, centres, r: float) -> np.ndarray:
@@ -320,10 +462,11 @@ def _degrade(outline, shape: BaseShape, size: int, variant: str, level: float, a
     if isinstance(outline, np.ndarray):  # release: discs on the array (pixel centres within the radius)
         img = outline
         if degrade:  # [S, S] or [S, S, 3] (RGB: drawn in every channel, as the stroke)
-            img = outline.copy()
+            n, channels = outline.shape[0], (outline.shape[2] if outline.ndim == 3 else 1)
             centres = disc_centres(shape, variant)
-            _disc_kernel()(img.reshape(img.shape[0], -1), centres if k == 1 else centres * k + (k - 1) / 2,
-                           float(disc_radius(shape, level) * k))
+            black = np.flatnonzero(outline.reshape(n * n, channels)[:, 0] == 0)
+            img = _image(_outside_discs(black, n, centres if k == 1 else centres * k + (k - 1) / 2,
+                                        float(disc_radius(shape, level) * k)), n, channels)
         if antialias:  # box filter: the mean of each k×k block
             img = (img.reshape(size, k, size, k).mean(axis=(1, 3)) + 0.5).astype(np.uint8)
         return img
@@ -384,7 +527,93 @@ def items(cfg: PolygonConfig, seed: int):
     return _items(cfg, seed)
 
 
+GROUP = 3  # base shapes drawn per batch by the fast path (54 images at 9 levels: NumPy's per-call cost shared)
+
+
+@functools.lru_cache(maxsize=2)
+def _group(cls: str, seed: int, ci: int, k0: int, k1: int, levels: tuple, variants: tuple, size: int,
+           line_width: int) -> dict:
+    """Every image of base indices ``k0`` ≤ k < ``k1`` of one polygon class in the binary ``release`` drawing
+    (consecutive items: whole shape, then the corner/edge pair at every level), drawn as one batch: the
+    strokes as runs (:func:`_stroke_rows`), each degraded image's runs minus its discs
+    (:func:`_runs_minus_discs`), the removed fractions (:func:`_removed_fractions`). Returns {(k, level
+    index or -1, variant): (black pixels y·S + x, extra columns)}; the pixels and numbers of the per-item path
+    (:func:`draw`, :func:`removed_fraction`; tested)."""
+    degraded = [v for v in ("corners", "edges") if v in variants]
+    keys = [(k, li) for k in range(k0, k1)
+            for li in ([-1] if "whole" in variants else []) + (list(range(len(levels))) if degraded else [])]
+    shapes, v = _sample_shapes(cls, [[seed + 1, ci + 1, k + 1, li + 1] for k, li in keys], size, line_width)
+    reach = release_reach(line_width)
+    row, first, last, edge = _stroke_rows(v, size, reach)
+    y = row % size
+    bounds = np.searchsorted(row, np.arange(len(shapes) + 1) * size).tolist()  # runs come shape by shape
+    extras = [{"cx": s.cx, "cy": s.cy, "radius": s.radius, "rotation_deg": s.rotation_deg, "perimeter": s.perimeter}
+              for s in shapes]
+    out = {}
+    for b, (k, li) in enumerate(keys):
+        if li < 0:
+            lo, hi = bounds[b], bounds[b + 1]
+            out[k, li, "whole"] = (_run_pixels(y[lo:hi], first[lo:hi], last[lo:hi], size), extras[b])
+    deg = [b for b, (_, li) in enumerate(keys) if li >= 0]
+    if not deg:
+        return out
+    # every degraded image at once: its shape's runs minus its discs
+    radii = [disc_radius(shapes[b], float(levels[keys[b][1]])) for b in deg]
+    r = np.array(radii, np.float64)
+    images, centres = [], []
+    for variant in degraded:
+        c = v[deg] if variant == "corners" else (v[deg] + np.roll(v[deg], -1, axis=1)) / 2  # as BaseShape._centres
+        fractions = _removed_fractions(v[deg], c, r).tolist()
+        centres.append(c)
+        images += [(b, i, variant, fractions[i]) for i, b in enumerate(deg)]
+    cs = np.concatenate(centres)                                       # [images, m, 2]
+    rs = np.concatenate([r] * len(degraded))
+    counts = [bounds[b + 1] - bounds[b] for b, _, _, _ in images]
+    idx = np.concatenate([np.arange(bounds[b], bounds[b + 1]) for b, _, _, _ in images])
+    owner = np.repeat(np.arange(len(images)), counts)                # runs, image by image
+    ys, fs, ls, es = y[idx], first[idx], last[idx], edge[idx]
+    # a disc can only reach an edge's runs if its centre lies within radius + reach of the edge: per image
+    # and edge, the few such discs (the others' slots point far away), so a run is tested against those only
+    va = v[[b for b, _, _, _ in images]]                               # [images, n, 2]
+    vd = np.roll(va, -1, axis=1) - va
+    rel = cs[:, :, None, :] - va[:, None, :, :]                        # [images, m, n, 2]
+    t = np.clip((rel * vd[:, None]).sum(-1) / (vd * vd).sum(-1)[:, None], 0.0, 1.0)
+    gap = rel - t[..., None] * vd[:, None]
+    reach_ok = (gap * gap).sum(-1) <= (rs[:, None, None] + reach + 2.0) ** 2    # [images, m, n]
+    slots = max(int(reach_ok.sum(axis=1).max()), 1)
+    pick = np.argsort(~reach_ok, axis=1, kind="stable")[:, :slots]      # [images, slots, n]
+    ok = np.take_along_axis(reach_ok, pick, 1)
+    scx = np.where(ok, np.take_along_axis(cs[:, :, 0, None], pick, 1), -1e4).transpose(0, 2, 1)  # [images, n, slots]
+    scy = np.where(ok, np.take_along_axis(cs[:, :, 1, None], pick, 1), -1e4).transpose(0, 2, 1)
+    cx, cy, ro = scx[owner, es], scy[owner, es], rs[owner, None]       # [runs, slots]
+    # only runs that a disc's bounding box touches need the exact test; the others are kept whole
+    near = ((np.abs(ys[:, None] - cy) <= ro) & (cx - ro <= ls[:, None]) & (cx + ro >= fs[:, None])).any(axis=1)
+    o = owner[near]
+    starts, ends = _runs_minus_discs(ys[near], fs[near], ls[near], cx[near], cy[near], rs[o])
+    keep = starts <= ends
+    # pixels of the untouched runs and of the touched runs' pieces, each in image order; an image is both slices
+    parts = []
+    for y_, f_, l_, own in ((ys[~near], fs[~near], ls[~near], owner[~near]),
+                            (np.broadcast_to(ys[near][:, None], keep.shape)[keep], starts[keep], ends[keep],
+                             np.broadcast_to(o[:, None], keep.shape)[keep])):
+        pix = _run_pixels(y_, f_, l_, size)
+        cut = np.cumsum(np.bincount(own, weights=l_ - f_ + 1, minlength=len(images))).astype(np.int64).tolist()
+        parts.append((pix, [0] + cut))
+    for j, (b, i, variant, fraction) in enumerate(images):
+        k, li = keys[b]
+        pix = tuple(p[c[j]:c[j + 1]] for p, c in parts)
+        out[k, li, variant] = (pix, {**extras[b], "disc_radius": radii[i], "removed_fraction": fraction})
+    return out
+
+
 def render(cfg: PolygonConfig, item: Item):
+    p = item.params
+    if cfg.stroke == "release" and not cfg.antialias and p["shape_class"] != "circle":
+        seed, ci, k, li = (int(x) for x in p["_rng"])
+        k0 = k - k % GROUP
+        pix, extra = _group(p["shape_class"], seed, ci, k0, min(k0 + GROUP, cfg.per_class), tuple(cfg.levels),
+                            tuple(cfg.variants), cfg.size, cfg.line_width)[k, li, p["variant"]]
+        return _image(pix, cfg.size, cfg.channels), dict(extra)
     shape, outline = _base(item.params["shape_class"], tuple(item.params["_rng"]), cfg.size, cfg.line_width,
                            cfg.antialias, cfg.stroke, cfg.channels)
     variant, level = item.params["variant"], item.params["level"]
