@@ -12,7 +12,9 @@ VPT is decided twice, independently: by ray casting against the exact scene geom
 rendering the splats from the observer's eye. A label is kept only when both agree. The ray cast is done
 from every point of the observer's aperture (the lens front, :func:`aperture_points`): a ball is occluded
 only when it is hidden from all of it and visible only when it is visible from all of it, so that no label
-hangs on where exactly inside the lens a person imagines the eye.
+hangs on where exactly inside the lens a person imagines the eye. Since rule v3.0 the rays aim at the ball's
+clearance disc (:class:`ClearanceDisc`: the ball and a ring around it), so that a ball a hair beside or behind
+an outline is dropped as partial rather than labelled in a way no person could check.
 """
 from __future__ import annotations
 
@@ -30,7 +32,9 @@ LABEL_RULE_VERSION = "3.0"
 class LabelRules:
     """Thresholds behind every label (recorded with each dataset via ``LABEL_RULE_VERSION`` and values).
 
-    vpt_visible_min:  visible fraction ≥ this (and target in view) → visible (1).
+    vpt_visible_min:  visible fraction ≥ this (and target in view) → visible (1). The ray-cast fraction is over the
+                      clearance disc (see ``clearance``), the render check's over the ball's own pixels.
+                      0.95 since v3.0 (was 0.8: a fifth of the ball could be behind the outline).
     vpt_hidden_max:   visible fraction ≤ this → not visible (0, occluded); in between → partial (dropped).
     depth_gap_min:    |d_ball − d_observer| / mean(d) below this → ambiguous depth (dropped).
     prop_visible_min: a prop whose visible fraction in the viewer's image is below this → frame dropped.
@@ -42,7 +46,7 @@ class LabelRules:
                       ray-cast from the eye (lens-front centre) and ``aperture_points`` points on a circle of
                       this radius around it, perpendicular to the viewing direction. 0.25 = the lens ring's
                       radius (the lens front is 0.22, its ring 0.25 body widths: 6 cm at the default 0.24 m),
-                      i.e. the whole lens a person sees. Rule v2.0: visible only if the visible fraction is
+                      i.e. the whole lens a person sees. Rules v2.0+: visible only if the visible fraction is
                       ≥ ``vpt_visible_min`` from every aperture point, occluded only if ≤ ``vpt_hidden_max``
                       from every one, else partial (dropped). 0 = the v1.0 single-eye-point rule.
     aperture_points:  points on the aperture's rim (evenly spaced; 8 → 45° apart).

@@ -283,7 +283,7 @@ def sample_placement(scene, outcome: str, rng: np.random.Generator, style: PropS
         if obj is not None and not (_clear_of(obj, np.asarray(pl.observer.position), pl.observer.bounding_radius())
                                     and _clear_of(obj, pl.target.center, pl.target.bounding_radius)):
             continue
-        # accept by the whole aperture (rule v2.0), as tasks.labels.vpt_label will label it
+        # accept by the whole aperture (rule v2.0+), as tasks.labels.vpt_label will label it
         ap = aperture_label(pl.observer, pl.target, occ, rules)
         if (ap["vpt_label"], ap["vpt_reason"]) == want:
             return pl, {"visible_fraction_raycast": ap["visible_fraction_raycast"], "in_view": ap["in_view"]}
@@ -423,7 +423,7 @@ def draw_candidate(scene, rng: np.random.Generator, style: PropStyle, rules: Lab
         if np.any(dist <= np.array(rad) + 0.03):
             counts["pool_collides_with_object"] += 1
             return None
-    # whole-aperture line of sight (rule v2.0) against the scene and both supports: a candidate that is clear
+    # whole-aperture line of sight (rule v2.0+, to the clearance disc in v3.0) against the scene and both supports: a candidate that is clear
     # from the lens centre but partial from its rim would be dropped by vpt_label later
     ap = aperture_label(pl.observer, pl.target, CompositeOccluders([scene.occluders()] + [s.mesh() for s in pl.supports]),
                         rules, visible_in_view=True)
