@@ -34,7 +34,7 @@ class LabelRules:
 
     vpt_visible_min:  visible fraction ≥ this (and target in view) → visible (1). The ray-cast fraction is over the
                       clearance disc (see ``clearance``), the render check's over the ball's own pixels.
-                      0.95 since v3.0 (was 0.8: a fifth of the ball could be behind the outline).
+                      0.9 since v3.0 (was 0.8 of the ball alone: a fifth of the ball could be behind the outline).
     vpt_hidden_max:   visible fraction ≤ this → not visible (0, occluded); in between → partial (dropped).
     depth_gap_min:    |d_ball − d_observer| / mean(d) below this → ambiguous depth (dropped).
     prop_visible_min: a prop whose visible fraction in the viewer's image is below this → frame dropped.
@@ -52,7 +52,7 @@ class LabelRules:
     aperture_points:  points on the aperture's rim (evenly spaced; 8 → 45° apart).
     clearance:        rule v3.0's margin at the target's end of the sight line, in target sizes (diameters): the
                       ray-cast fractions are taken over the **clearance disc** (:class:`ClearanceDisc`), the target's
-                      silhouette grown by ``clearance × size`` all round (0.25 → a disc of 1.5 × the ball's radius),
+                      silhouette grown by ``clearance × size`` all round (0.5 → a disc of twice the ball's radius),
                       minus the part below the target's bottom (its own support, the ground). Visible then means the
                       ball *and a ring around it* are in plain view; occluded that the occluder covers the ball with
                       room to spare. Why (issue 10): with the ball alone, rejection sampling picked balls a hair
@@ -60,7 +60,7 @@ class LabelRules:
                       from a 256-px image. 0 = the v2.0 rule (the target's own silhouette).
     """
 
-    vpt_visible_min: float = field(0.95, "visible fraction at or above which the ball counts as visible", range=(0, 1))
+    vpt_visible_min: float = field(0.9, "visible fraction at or above which the ball counts as visible", range=(0, 1))
     vpt_hidden_max: float = field(0.05, "visible fraction at or below which the ball counts as occluded", range=(0, 1))
     depth_gap_min: float = field(0.10, "relative depth gap below which depth order is ambiguous", range=(0, 2))
     prop_visible_min: float = field(0.5, "least visible fraction of a prop in the viewer's image", range=(0, 1))
@@ -70,7 +70,7 @@ class LabelRules:
     alpha_hidden: float = field(0.5, "splat opacity in front of a prop pixel that hides it", range=(0, 1))
     aperture_scale: float = field(0.25, "aperture radius in observer sizes (0 = single eye point)", range=(0, 10))
     aperture_points: int = field(8, "points on the aperture's rim", range=(0, 360))
-    clearance: float = field(0.25, "clearance ring around the target, in target sizes (0 = the target alone)",
+    clearance: float = field(0.5, "clearance ring around the target, in target sizes (0 = the target alone)",
                              range=(0, 5))
 
     def __post_init__(self):

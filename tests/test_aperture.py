@@ -113,7 +113,7 @@ def test_ball_clearing_an_edge_by_less_than_the_clearance_is_partial_and_well_cl
     # a wall 0.3 m in front of the ball (r = 9 cm), its edge 8 cm beside the line of sight: the ball itself is
     # (almost) all in view from the whole lens, so rule v2.0 calls it visible, yet the gap between the ball and
     # the edge, seen from the observer, is under a tenth of the ball's radius (a knife edge no person can judge
-    # from a 256-px image). Rule v3.0 asks the ball's clearance disc (1.5 radii) to be in view: partial.
+    # from a 256-px image). Rule v3.0 asks the ball's clearance disc (2 radii) to be in view: partial.
     near = _scene(_side_wall(0.08))
     fr2, lab2 = _label(near, rules=V2)
     assert lab2 == (1, "visible") and fr2.min() < 1.0  # the edge grazes the ball from some rim point
@@ -142,16 +142,16 @@ def test_clearance_disc_covers_the_ball_and_its_ring_but_not_below_the_ball():
 
     ball = Target((1.0, 2.0, 0.5), size=0.2)
     eye = np.array([4.0, 2.5, 1.2])
-    pts = ClearanceDisc(ball, 0.25).facing_points(eye, 400)
+    pts = ClearanceDisc(ball, 0.5).facing_points(eye, 400)
     assert pts.shape == (400, 3)
     off = pts - ball.center
     view = (ball.center - eye) / np.linalg.norm(ball.center - eye)
     np.testing.assert_allclose(off @ view, 0.0, atol=1e-12)  # on the disc through the centre facing the eye
     rad = np.linalg.norm(off, axis=1)
-    assert rad.max() <= 0.1 + 0.25 * 0.2 + 1e-12 and rad.max() > 0.14  # out to 1.5 radii
+    assert rad.max() <= 0.1 + 0.5 * 0.2 + 1e-12 and rad.max() > 0.19  # out to 2 radii
     assert pts[:, 2].min() >= 0.4 - 1e-9  # nothing below the ball's bottom (its support, the ground)
     inner = (rad < 0.1).mean()
-    assert 0.35 < inner < 0.6  # uniform in area: (1/1.5)^2 = 0.44 of the full disc, a bit more once clipped
+    assert 0.2 < inner < 0.4  # uniform in area: (1/2)^2 = 0.25 of the full disc, a bit more once clipped
     # clearance 0 aims at the ball itself (rule v2.0)
     from tasks.labels import sight_target
     assert sight_target(ball, V2) is ball and isinstance(sight_target(ball, RULES), ClearanceDisc)
