@@ -600,10 +600,11 @@ def sample_matched_settings(scene, outcomes: list[str], rng: np.random.Generator
         if len(chosen) > n_chosen:
             pair_queue.pop(0)
             continue
-        if extensions < 2:
-            # rule 2.0 makes occluded candidates rarer near small objects (hydrants): before giving up, draw
-            # another pool's worth of candidates (only reached where the build would otherwise fail, so
-            # scenes that succeed draw exactly as before)
+        if extensions < 4:
+            # rules 2.0 and 3.0 (the clearance disc) make occluded candidates rarer near small objects
+            # (hydrants: 2 extensions on hydrant_03 under 3.0): before giving up, draw another pool's worth of
+            # candidates, up to 4 times (only reached where the build would otherwise fail, so scenes that
+            # succeed draw exactly as before)
             extensions += 1
             counts["pool_extended"] += 1
             for _ in range(design.pool):
