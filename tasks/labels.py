@@ -52,7 +52,7 @@ class LabelRules:
     aperture_points:  points on the aperture's rim (evenly spaced; 8 → 45° apart).
     clearance:        rule v3.0's margin at the target's end of the sight line, in target sizes (diameters): the
                       ray-cast fractions are taken over the **clearance disc** (:class:`ClearanceDisc`), the target's
-                      silhouette grown by ``clearance × size`` all round (0.5 → a disc of twice the ball's radius),
+                      silhouette grown by ``clearance × size`` all round (0.25 → a disc of 1.5 × the ball's radius),
                       minus the part below the target's bottom (its own support, the ground). Visible then means the
                       ball *and a ring around it* are in plain view; occluded that the occluder covers the ball with
                       room to spare. Why (issue 10): with the ball alone, rejection sampling picked balls a hair
@@ -70,7 +70,7 @@ class LabelRules:
     alpha_hidden: float = field(0.5, "splat opacity in front of a prop pixel that hides it", range=(0, 1))
     aperture_scale: float = field(0.25, "aperture radius in observer sizes (0 = single eye point)", range=(0, 10))
     aperture_points: int = field(8, "points on the aperture's rim", range=(0, 360))
-    clearance: float = field(0.5, "clearance ring around the target, in target sizes (0 = the target alone)",
+    clearance: float = field(0.25, "clearance ring around the target, in target sizes (0 = the target alone)",
                              range=(0, 5))
 
     def __post_init__(self):

@@ -113,7 +113,7 @@ def test_ball_clearing_an_edge_by_less_than_the_clearance_is_partial_and_well_cl
     # a wall 0.3 m in front of the ball (r = 9 cm), its edge 8 cm beside the line of sight: the ball itself is
     # (almost) all in view from the whole lens, so rule v2.0 calls it visible, yet the gap between the ball and
     # the edge, seen from the observer, is under a tenth of the ball's radius (a knife edge no person can judge
-    # from a 256-px image). Rule v3.0 asks the ball's clearance disc (2 radii) to be in view: partial.
+    # from a 256-px image). Rule v3.0 asks the ball's clearance disc (1.5 radii) to be in view: partial.
     near = _scene(_side_wall(0.08))
     fr2, lab2 = _label(near, rules=V2)
     assert lab2 == (1, "visible") and fr2.min() < 1.0  # the edge grazes the ball from some rim point
