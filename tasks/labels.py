@@ -12,7 +12,9 @@ VPT is decided twice, independently: by ray casting against the exact scene geom
 rendering the splats from the observer's eye. A label is kept only when both agree. The ray cast is done
 from every point of the observer's aperture (the lens front, :func:`aperture_points`): a ball is occluded
 only when it is hidden from all of it and visible only when it is visible from all of it, so that no label
-hangs on where exactly inside the lens a person imagines the eye.
+hangs on where exactly inside the lens a person imagines the eye. Since rule v3.0 the rays aim at the ball's
+clearance disc (:class:`ClearanceDisc`: the ball and a ring around it), so that a ball a hair beside or behind
+an outline is dropped as partial rather than labelled in a way no person could check.
 """
 from __future__ import annotations
 
@@ -23,14 +25,16 @@ import numpy as np
 
 from .schema import ConfigError, field, validate_config
 
-LABEL_RULE_VERSION = "2.0"
+LABEL_RULE_VERSION = "3.0"
 
 
 @dataclasses.dataclass(frozen=True)
 class LabelRules:
     """Thresholds behind every label (recorded with each dataset via ``LABEL_RULE_VERSION`` and values).
 
-    vpt_visible_min:  visible fraction ≥ this (and target in view) → visible (1).
+    vpt_visible_min:  visible fraction ≥ this (and target in view) → visible (1). The ray-cast fraction is over the
+                      clearance disc (see ``clearance``), the render check's over the ball's own pixels.
+                      0.9 since v3.0 (was 0.8 of the ball alone: a fifth of the ball could be behind the outline).
     vpt_hidden_max:   visible fraction ≤ this → not visible (0, occluded); in between → partial (dropped).
     depth_gap_min:    |d_ball − d_observer| / mean(d) below this → ambiguous depth (dropped).
     prop_visible_min: a prop whose visible fraction in the viewer's image is below this → frame dropped.
@@ -42,13 +46,21 @@ class LabelRules:
                       ray-cast from the eye (lens-front centre) and ``aperture_points`` points on a circle of
                       this radius around it, perpendicular to the viewing direction. 0.25 = the lens ring's
                       radius (the lens front is 0.22, its ring 0.25 body widths: 6 cm at the default 0.24 m),
-                      i.e. the whole lens a person sees. Rule v2.0: visible only if the visible fraction is
+                      i.e. the whole lens a person sees. Rules v2.0+: visible only if the visible fraction is
                       ≥ ``vpt_visible_min`` from every aperture point, occluded only if ≤ ``vpt_hidden_max``
                       from every one, else partial (dropped). 0 = the v1.0 single-eye-point rule.
     aperture_points:  points on the aperture's rim (evenly spaced; 8 → 45° apart).
+    clearance:        rule v3.0's margin at the target's end of the sight line, in target sizes (diameters): the
+                      ray-cast fractions are taken over the **clearance disc** (:class:`ClearanceDisc`), the target's
+                      silhouette grown by ``clearance × size`` all round (0.25 → a disc of 1.5 × the ball's radius),
+                      minus the part below the target's bottom (its own support, the ground). Visible then means the
+                      ball *and a ring around it* are in plain view; occluded that the occluder covers the ball with
+                      room to spare. Why (issue 10): with the ball alone, rejection sampling picked balls a hair
+                      above or beside the object's outline as seen from the observer, which no person can judge
+                      from a 256-px image. 0 = the v2.0 rule (the target's own silhouette).
     """
 
-    vpt_visible_min: float = field(0.8, "visible fraction at or above which the ball counts as visible", range=(0, 1))
+    vpt_visible_min: float = field(0.9, "visible fraction at or above which the ball counts as visible", range=(0, 1))
     vpt_hidden_max: float = field(0.05, "visible fraction at or below which the ball counts as occluded", range=(0, 1))
     depth_gap_min: float = field(0.10, "relative depth gap below which depth order is ambiguous", range=(0, 2))
     prop_visible_min: float = field(0.5, "least visible fraction of a prop in the viewer's image", range=(0, 1))
@@ -58,6 +70,8 @@ class LabelRules:
     alpha_hidden: float = field(0.5, "splat opacity in front of a prop pixel that hides it", range=(0, 1))
     aperture_scale: float = field(0.25, "aperture radius in observer sizes (0 = single eye point)", range=(0, 10))
     aperture_points: int = field(8, "points on the aperture's rim", range=(0, 360))
+    clearance: float = field(0.25, "clearance ring around the target, in target sizes (0 = the target alone)",
+                             range=(0, 5))
 
     def __post_init__(self):
         validate_config(self)  # each field's declared range (tasks/schema.py), then the rules between fields
@@ -127,10 +141,54 @@ def raycast_visible_fractions(eyes, target, occluders, n_rays: int = 256) -> np.
     return 1.0 - blocked.reshape(len(eyes), n_rays).mean(1)
 
 
+class ClearanceDisc:
+    """The target grown by a clearance ring, as ray-cast targets (``facing_points``) for the VPT rule v3.0.
+
+    ``facing_points(eye, n)``: ``n`` points spread uniformly (Vogel spiral) over the disc of radius
+    ``target.bounding_radius + clearance × target.size`` through the target's centre, perpendicular to the view
+    from ``eye``, without the points lower than the target's bottom (world z below centre − bounding radius: the
+    target's own support or the ground would block them from any eye). A ray reaching a disc point inside the
+    target passes only through the target, which is not an occluder, so the inner part stands for the target.
+    """
+
+    def __init__(self, target, clearance: float):
+        self.target = target
+        self.radius = float(target.bounding_radius + clearance * target.size)
+        self.floor = float(target.center[2] - target.bounding_radius)
+
+    def facing_points(self, eye, n: int = 256) -> np.ndarray:
+        eye = np.asarray(eye, float)
+        c = self.target.center
+        view = c - eye
+        view = view / np.linalg.norm(view)
+        helper = np.array([0, 0, 1.0]) if abs(view[2]) < 0.9 else np.array([1.0, 0, 0])
+        a = np.cross(view, helper)
+        a /= np.linalg.norm(a)
+        b = np.cross(view, a)
+        m = 2 * n  # the dropped lower part is at most half the disc
+        while True:
+            k = np.arange(m) + 0.5
+            r = self.radius * np.sqrt(k / m)
+            phi = k * math.pi * (3 - math.sqrt(5))
+            pts = c + (r * np.cos(phi))[:, None] * a + (r * np.sin(phi))[:, None] * b
+            keep = pts[pts[:, 2] >= self.floor - 1e-9]
+            if len(keep) >= n:
+                return keep[np.linspace(0, len(keep) - 1, n).round().astype(int)]
+            m *= 2
+
+
+def sight_target(target, rules: LabelRules):
+    """What the VPT ray cast aims at: the target itself (``clearance`` 0, rule v2.0) or its
+    :class:`ClearanceDisc`."""
+    return ClearanceDisc(target, rules.clearance) if rules.clearance > 0 else target
+
+
 def aperture_fractions(observer, target, occluders, rules: LabelRules = LabelRules()) -> np.ndarray:
-    """Visible fraction of ``target`` from every point of the observer's aperture (:func:`aperture_points`):
-    (1 + k,) floats in [0, 1], entry 0 from the eye centre. Label with :func:`vpt_from_aperture`."""
-    return raycast_visible_fractions(aperture_points(observer, rules), target, occluders, rules.n_rays)
+    """Visible fraction of ``target`` (its clearance disc, :func:`sight_target`) from every point of the
+    observer's aperture (:func:`aperture_points`): (1 + k,) floats in [0, 1], entry 0 from the eye centre.
+    Label with :func:`vpt_from_aperture`."""
+    return raycast_visible_fractions(aperture_points(observer, rules), sight_target(target, rules), occluders,
+                                     rules.n_rays)
 
 
 def vpt_from_aperture(fractions, visible_in_view: bool, rules: LabelRules) -> tuple[int | None, str]:
@@ -155,6 +213,7 @@ def aperture_label(observer, target, occluders, rules: LabelRules = LabelRules()
     rim was not cast). Same label as :func:`vpt_from_aperture` on :func:`aperture_fractions` (tested)."""
     view = in_view(observer, target) if visible_in_view is None else bool(visible_in_view)
     pts = aperture_points(observer, rules)
+    target = sight_target(target, rules)
     centre = float(raycast_visible_fractions(pts[:1], target, occluders, rules.n_rays)[0])
     out = {"in_view": view, "visible_fraction_raycast": centre}
     label, reason = vpt_from_fraction(centre, view, rules)

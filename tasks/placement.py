@@ -299,7 +299,7 @@ def sample_placement(scene, outcome: str, rng: np.random.Generator, style: PropS
         if obj is not None and not (_clear_of(obj, np.asarray(pl.observer.position), pl.observer.bounding_radius())
                                     and _clear_of(obj, pl.target.center, pl.target.bounding_radius)):
             continue
-        # accept by the whole aperture (rule v2.0), as tasks.labels.vpt_label will label it
+        # accept by the whole aperture (rule v2.0+), as tasks.labels.vpt_label will label it
         ap = aperture_label(pl.observer, pl.target, occ, rules)
         if (ap["vpt_label"], ap["vpt_reason"]) == want:
             return pl, {"visible_fraction_raycast": ap["visible_fraction_raycast"], "in_view": ap["in_view"]}
@@ -439,7 +439,7 @@ def draw_candidate(scene, rng: np.random.Generator, style: PropStyle, rules: Lab
         if np.any(dist <= np.array(rad) + 0.03):
             counts["pool_collides_with_object"] += 1
             return None
-    # whole-aperture line of sight (rule v2.0) against the scene and both supports: a candidate that is clear
+    # whole-aperture line of sight (rule v2.0+, to the clearance disc in v3.0) against the scene and both supports: a candidate that is clear
     # from the lens centre but partial from its rim would be dropped by vpt_label later
     ap = aperture_label(pl.observer, pl.target, CompositeOccluders([scene.occluders()] + [s.mesh() for s in pl.supports]),
                         rules, visible_in_view=True)
@@ -616,10 +616,11 @@ def sample_matched_settings(scene, outcomes: list[str], rng: np.random.Generator
         if len(chosen) > n_chosen:
             pair_queue.pop(0)
             continue
-        if extensions < 2:
-            # rule 2.0 makes occluded candidates rarer near small objects (hydrants): before giving up, draw
-            # another pool's worth of candidates (only reached where the build would otherwise fail, so
-            # scenes that succeed draw exactly as before)
+        if extensions < 4:
+            # rules 2.0 and 3.0 (the clearance disc) make occluded candidates rarer near small objects
+            # (hydrants: 2 extensions on hydrant_03 under 3.0): before giving up, draw another pool's worth of
+            # candidates, up to 4 times (only reached where the build would otherwise fail, so scenes that
+            # succeed draw exactly as before)
             extensions += 1
             counts["pool_extended"] += 1
             for _ in range(design.pool):

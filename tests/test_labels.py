@@ -60,7 +60,7 @@ def test_partial_occlusion_is_dropped():
     from tasks.labels import vpt_from_fraction
 
     assert vpt_from_fraction(0.5, True, rules) == (None, "partial")
-    assert vpt_from_fraction(0.8, True, rules) == (1, "visible")
+    assert vpt_from_fraction(rules.vpt_visible_min, True, rules) == (1, "visible")
     assert vpt_from_fraction(0.05, True, rules) == (0, "occluded")
     assert vpt_from_fraction(1.0, False, rules) == (0, "out_of_view")
     del obs, ball

@@ -10,13 +10,15 @@ def test_raycast_and_render_agree_on_200_sampled_placements():
     share, n = agreement(df)
     print(f"\nsampled placements: {len(df)}; both labels set: {n}; agreement {share:.4f}; "
           f"reasons {df.vpt_reason.value_counts().to_dict()}")
-    # the sampler accepts by the whole aperture (rule v2.0), so the ray cast is never partial; where no
-    # placement on the ground is hidden from the whole lens (the gap under a bench or couch) none is found
+    # the sampler accepts by the whole aperture (rule v2.0+), so the ray cast is never partial; where no
+    # placement on the ground is hidden from the whole lens (the gap under a bench or couch) none is found.
+    # Rule v3.0 asks the ball's clearance disc (2 radii) to be hidden, which a small object hides less often
+    # on the ground: 41 of 200 not found at seed 0 (v2.0: under 40), hence 25%
     assert len(df) >= 200 and n >= 130
     assert share >= 0.98
     assert (df.vpt_reason_raycast != "partial").all()
     missing = df[df.vpt_reason == "not_found"]
-    assert (missing.requested == "occluded").all() and len(missing) <= 0.2 * len(df)
+    assert (missing.requested == "occluded").all() and len(missing) <= 0.25 * len(df)
     # every requested outcome was produced and labelled as requested when kept
     kept = df[df.vpt_label.notna()]
     want = {"visible": 1, "occluded": 0, "out_of_view": 0}

@@ -341,7 +341,7 @@ def strategy_scene_rows(cfg: BuildConfig, scene, tmp: Path, final: Path) -> tupl
         at, r_obj, u = _strategy_path(scene, rng, cfg, style, elevation)
         span = r_obj + 0.9
         grid = np.linspace(-span, span, 121)
-        # whole-aperture verdict per position (rule v2.0, 64 rays per aperture point for the scan): a step
+        # whole-aperture verdict per position (rule v2.0+, 64 rays per aperture point for the scan): a step
         # clear or blocked only from the lens centre would be 'partial' in vpt_label and fail the sequence
         scan_rules = dataclasses.replace(cfg.rules, n_rays=64)
         verdict = [aperture_label(p.observer, p.target, CompositeOccluders([occ] + [sp.mesh() for sp in p.supports]),
