@@ -45,7 +45,8 @@ def observer_table(trials: pd.DataFrame, n_boot: int, n_perm: int, ci: float, se
     """Per observer (a model run's ``observer`` label distinguishes identities, see ``label_runs``)."""
     rows = []
     keys = ["task", "split", "method", "observer", "observer_type", "seed"]
-    for key, g in trials.groupby(keys, sort=True):
+    used = keys + [c for c in ("label", "response", "correct", "cluster") if c in trials]
+    for key, g in trials[used].groupby(keys, sort=True):  # only the columns read: each group is a copy
         floor = stats.permutation_noise_floor(g["label"], g["response"], n_perm, seed)
         rows.append({**dict(zip(keys, key)), **stats.accuracy_summary(g, n_boot, ci, seed),
                      "noise_floor_mean": floor["mean"], "noise_floor_p95": floor["p95"],

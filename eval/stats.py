@@ -597,7 +597,20 @@ def shape_bias(trials: pd.DataFrame) -> pd.DataFrame:
 
 def permutation_noise_floor(labels, responses, n_perm: int = 1000, seed: int = 0) -> dict:
     """Accuracy of an observer's responses against randomly permuted labels (``n_perm`` times): the
-    accuracy reachable by chance with this observer's response bias and this label balance."""
+    accuracy reachable by chance with this observer's response bias and this label balance. Labels and
+    responses are compared as integer codes of their text (the same permutations of the same random stream
+    as :func:`permutation_noise_floor_reference`, which compares the strings: equal samples)."""
+    labels = np.asarray(labels).astype(str)
+    responses = np.asarray(responses).astype(str)
+    codes = pd.factorize(np.concatenate([labels, responses]).astype(object))[0]
+    lab, resp = codes[:labels.size], codes[labels.size:]
+    rng = np.random.default_rng(seed)
+    accs = np.array([np.mean(resp == rng.permutation(lab)) for _ in range(n_perm)])
+    return {"mean": float(accs.mean()), "p95": float(np.quantile(accs, 0.95)), "samples": accs}
+
+
+def permutation_noise_floor_reference(labels, responses, n_perm: int = 1000, seed: int = 0) -> dict:
+    """The plain twin of :func:`permutation_noise_floor`: permute the label strings."""
     labels = np.asarray(labels).astype(str)
     responses = np.asarray(responses).astype(str)
     rng = np.random.default_rng(seed)

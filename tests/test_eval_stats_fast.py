@@ -101,3 +101,14 @@ def test_repeated_trials_refused_by_the_fast_tables_too():
                R.consistency_tables_reference):
         with pytest.raises(stats.StatsError, match="'timm:m3' has repeated trials"):
             fn(twice)
+
+
+def test_noise_floor_on_codes_equals_the_string_twin():
+    rng = np.random.default_rng(4)
+    labels = np.array(["cat", "dog", "bird", "0", "1"])[rng.integers(0, 5, 301)]
+    responses = np.where(rng.random(301) < 0.6, labels, np.array(["cat", "fish", "0"])[rng.integers(0, 3, 301)])
+    for seed in (0, 7):
+        fast = stats.permutation_noise_floor(pd.array(labels, dtype="string"), list(responses), 40, seed)
+        ref = stats.permutation_noise_floor_reference(labels, responses, 40, seed)
+        assert np.array_equal(fast["samples"], ref["samples"]) and (fast["mean"], fast["p95"]) == (ref["mean"], ref["p95"])
+    assert 0.1 < ref["mean"] < 0.5
