@@ -62,19 +62,20 @@ def consistency_tables(trials: pd.DataFrame, aggregation: str = "model-vs-human"
     excl = stats.excluded_conditions(aggregation)
     ec, ceil = [], []
     metrics = stats.PAIR_METRICS
-    for task, t in trials.groupby("task"):
-        cond = stats.condition_codes(t["condition"])
+    used = ["task", "condition", "observer", "observer_type", "method", "seed", "model_id", "item_id", "correct"]
+    for task, t in trials[used].groupby("task"):  # only the columns read: each group is a copy
+        cond, canon = stats.condition_code_index(t["condition"])
         drop = excl.get(task, set())
         if drop:
-            keep = ~pd.Series(cond).isin(drop).to_numpy()
+            keep = ~np.isin(canon, list(drop))[cond]
             t, cond = t[keep], cond[keep]
         is_h = (t["observer_type"] == "human").to_numpy(dtype=bool, na_value=False)
         if not is_h.any():
             continue
         is_m = (t["observer_type"] == "model").to_numpy(dtype=bool, na_value=False)
         # decision makers: the humans (by observer, sorted), then the model runs (by method, observer, seed)
-        hcode, humans = pd.factorize(t.loc[is_h, "observer"].astype(object).to_numpy(), sort=True)
-        humans = list(humans)
+        hcode, humans = pd.factorize(t.loc[is_h, "observer"], sort=True)
+        humans = [str(h) for h in humans]
         runs = t.loc[is_m, ["method", "observer", "seed"]]
         rcode = runs.groupby(["method", "observer", "seed"], sort=True).ngroup().to_numpy()
         dm = np.full(len(t), -1, dtype=np.int64)
@@ -85,8 +86,9 @@ def consistency_tables(trials: pd.DataFrame, aggregation: str = "model-vs-human"
         run_model = t.loc[is_m, "model_id"].iloc[first].tolist()
         names = humans + run_keys["observer"].tolist()
         ok = dm >= 0
-        stats.repeated_trials_check(dm[ok], names, cond[ok], t["item_id"].to_numpy()[ok])
-        v = stats.pair_values(stats.pair_counts(dm, len(names), cond, t["item_id"].to_numpy(), stats._bool(t["correct"]),
+        item = stats._item_codes(t["item_id"])
+        stats.repeated_trials_check(dm[ok], names, cond[ok], item[ok])
+        v = stats.pair_values(stats.pair_counts(dm, len(names), cond, item, stats._bool(t["correct"]),
                                                 np.arange(len(humans))), aggregation)
         pairs = [(i, j) for i in range(len(humans)) for j in range(i + 1, len(humans)) if v["n"][i, j]]
         if pairs:
@@ -149,8 +151,11 @@ def _run_observers(trials: pd.DataFrame) -> pd.DataFrame:
     runs = t.loc[models, ["observer", "method", "seed"]].drop_duplicates().groupby("observer").size()
     multi = set(runs[runs > 1].index)
     relabel = models & t["observer"].isin(multi)
-    t.loc[relabel, "observer"] = (t.loc[relabel, "observer"] + " (" + t.loc[relabel, "method"] + ", seed "
-                                  + t.loc[relabel, "seed"].astype(str) + ")")
+    keys = t.loc[relabel, ["observer", "method", "seed"]]
+    code = keys.groupby(["observer", "method", "seed"], sort=False).ngroup().to_numpy()
+    first = keys.iloc[np.unique(code, return_index=True)[1]]  # one row per run: label it once, not per trial
+    labels = (first["observer"] + " (" + first["method"] + ", seed " + first["seed"].astype(str) + ")").to_numpy()
+    t.loc[relabel, "observer"] = labels[code]
     return t
 
 

@@ -300,13 +300,27 @@ def condition_code(code) -> str:
         return text.lower()
 
 
+def condition_code_index(values) -> tuple[np.ndarray, np.ndarray]:
+    """``(codes, canon)``: ``canon`` the sorted distinct :func:`condition_code` forms (object array of str),
+    ``codes`` each element's index into it. Computed once per distinct value: a sweep's trial table has
+    millions of rows and a handful of conditions."""
+    raw, uniques = pd.factorize(pd.Series(values, copy=False))
+    mapped = np.empty(len(uniques) + 1, dtype=object)
+    mapped[:] = [condition_code(u) for u in uniques] + [condition_code(pd.NA)]  # code -1 (missing): the last
+    canon, inverse = np.unique(mapped, return_inverse=True)
+    return inverse.reshape(-1)[raw], canon
+
+
 def condition_codes(values) -> np.ndarray:
-    """:func:`condition_code` of every element (an object array of str), computed once per distinct value: a
-    sweep's trial table has millions of rows and a handful of conditions."""
-    codes, uniques = pd.factorize(pd.Series(values, copy=False).astype(object))
-    table = np.empty(len(uniques) + 1, dtype=object)
-    table[:] = [condition_code(u) for u in uniques] + [condition_code(pd.NA)]  # code -1 (missing): the last
-    return table[codes]
+    """:func:`condition_code` of every element (an object array of str), computed once per distinct value."""
+    codes, canon = condition_code_index(values)
+    return canon[codes]
+
+
+def _item_codes(values) -> np.ndarray:
+    """Integer codes of ``item_id`` values (equal ids, equal codes; a missing id is one more code)."""
+    codes = pd.factorize(pd.Series(values, copy=False))[0].astype(np.int64)
+    return np.where(codes < 0, codes.max(initial=-1) + 1, codes)
 
 
 def excluded_conditions(aggregation: str = "model-vs-human") -> dict[str, set[str]]:
@@ -372,11 +386,11 @@ def pair_metrics_reference(trials: pd.DataFrame, a: str, b: str, aggregation: st
 PAIR_METRICS = ("kappa", "c_obs", "acc_diff_sq")
 
 
-def repeated_trials_check(dm: np.ndarray, names, cond: np.ndarray, item) -> None:
+def repeated_trials_check(dm: np.ndarray, names, cond: np.ndarray, item: np.ndarray) -> None:
     """Raise :class:`StatsError` naming the first decision maker (lowest code in ``dm``) with two trials of
-    the same (condition, item_id) — the check :func:`_decision_makers` makes, over all rows at once."""
-    ci = pd.factorize(cond)[0].astype(np.int64)
-    ii = pd.factorize(pd.Series(item, copy=False).astype(object))[0].astype(np.int64)
+    the same (condition, item_id) — the check :func:`_decision_makers` makes, over all rows at once.
+    ``cond`` and ``item`` are integer codes (:func:`condition_code_index`, :func:`_item_codes`)."""
+    ci, ii = np.asarray(cond, dtype=np.int64), np.asarray(item, dtype=np.int64)
     key = (dm.astype(np.int64) * (ci.max(initial=0) + 1) + ci) * (ii.max(initial=0) + 1) + ii
     dup = pd.Series(key).duplicated().to_numpy()
     if dup.any():
@@ -385,16 +399,18 @@ def repeated_trials_check(dm: np.ndarray, names, cond: np.ndarray, item) -> None
                          "of different runs (seeds, weights, methods) must be told apart before comparing")
 
 
-def pair_counts(dm: np.ndarray, n_dm: int, cond: np.ndarray, item, correct: np.ndarray, b: np.ndarray) -> dict:
+def pair_counts(dm: np.ndarray, n_dm: int, cond: np.ndarray, item: np.ndarray, correct: np.ndarray,
+                b: np.ndarray) -> dict:
     """Trial counts of every decision maker (rows ``dm`` = 0..n_dm-1; -1 = none) against each decision maker
     in ``b`` on their shared (condition, item_id) trials, per condition ``b`` has (sorted): ``n`` (shared
     trials), ``right_a``, ``right_b`` (right answers of each side on them) and ``agree`` (both right or both
     wrong), arrays ``[n_dm, len(b), conditions]`` of exact integer counts (float64; sums of 0/1 products).
-    Only the items some ``b`` has can be shared, so the observer × trial matrices keep only those columns."""
-    cc = pd.factorize(cond, sort=True)[0]
-    ii = pd.factorize(pd.Series(item, copy=False).astype(object))[0].astype(np.int64)
+    Only the items some ``b`` has can be shared, so the observer × trial matrices keep only those columns.
+    ``cond`` are integer codes in the sorted order of the canonical condition codes
+    (:func:`condition_code_index`), ``item`` integer codes of the item ids (:func:`_item_codes`)."""
+    cc, ii = np.asarray(cond, dtype=np.int64), np.asarray(item, dtype=np.int64)
     n_items = int(ii.max(initial=0)) + 1
-    key = cc.astype(np.int64) * n_items + ii
+    key = cc * n_items + ii
     in_b = np.isin(dm, b)
     cols = np.unique(key[in_b])
     pos = np.minimum(np.searchsorted(cols, key), max(len(cols) - 1, 0))
@@ -465,25 +481,28 @@ def benchmark_tables(trials: pd.DataFrame, aggregation: str = "model-vs-human",
         raise StatsError(f"aggregation={aggregation!r}: allowed {', '.join(AGGREGATIONS)}")
     excl = excluded_conditions(aggregation) if exclusions is None else exclusions
     rows = []
-    for task, t in trials.groupby("task", sort=True):
-        cond = condition_codes(t["condition"])
+    used = ["task", "condition", "observer", "observer_type", "item_id", "correct"]
+    for task, t in trials[used].groupby("task", sort=True):  # only the columns read: each group is a copy
+        cond, canon = condition_code_index(t["condition"])
         drop = excl.get(task, set())
         if drop:
-            keep = ~pd.Series(cond).isin(drop).to_numpy()
+            keep = ~np.isin(canon, list(drop))[cond]
             t, cond = t[keep], cond[keep]
         is_h = (t["observer_type"] == "human").to_numpy(dtype=bool, na_value=False)
         if not is_h.any():
             continue
-        ok = t["observer"].notna().to_numpy()  # groupby("observer") leaves rows without one out
-        dm, names = pd.factorize(t["observer"].astype(object).to_numpy(), sort=True)
+        dm, names = pd.factorize(t["observer"], sort=True)  # -1: no observer (groupby would leave it out)
+        names = [str(o) for o in names]
+        ok = dm >= 0
         code = {o: k for k, o in enumerate(names)}
         correct = _bool(t["correct"])
-        repeated_trials_check(dm[ok], names, cond[ok], t["item_id"].to_numpy()[ok])
-        humans = sorted(set(t.loc[is_h, "observer"].dropna()))
+        item = _item_codes(t["item_id"])
+        repeated_trials_check(dm[ok], names, cond[ok], item[ok])
+        humans = sorted(names[k] for k in np.unique(dm[is_h & ok]))
         h_idx = np.array([code[h] for h in humans])
         hpos = {h: k for k, h in enumerate(humans)}
         models = sorted(set(names) - set(humans))
-        v = pair_values(pair_counts(dm, len(names), cond, t["item_id"].to_numpy(), correct, h_idx), aggregation)
+        v = pair_values(pair_counts(dm, len(names), cond, item, correct, h_idx), aggregation)
         n_own = np.bincount(dm[ok], minlength=len(names))
         right_own = np.bincount(dm[ok], weights=correct[ok], minlength=len(names))
         groups = [("humans", "human", [(code[a], hpos[b]) for i, a in enumerate(humans) for b in humans[i + 1:]],

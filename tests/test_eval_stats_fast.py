@@ -76,8 +76,8 @@ def test_fast_values_are_bit_equal_to_pair_metrics():
     names = sorted(dms)
     dm = pd.Series(t["observer"].astype(object)).map({n: k for k, n in enumerate(names)}).to_numpy()
     humans = np.array([k for k, n in enumerate(names) if n.startswith("subject")])
-    counts = stats.pair_counts(dm, len(names), stats.condition_codes(t["condition"]), t["item_id"].to_numpy(),
-                               stats._bool(t["correct"]), humans)
+    counts = stats.pair_counts(dm, len(names), stats.condition_code_index(t["condition"])[0],
+                               stats._item_codes(t["item_id"]), stats._bool(t["correct"]), humans)
     for agg in stats.AGGREGATIONS:
         v = stats.pair_values(counts, agg)
         for i, a in enumerate(names):
