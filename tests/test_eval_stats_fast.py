@@ -112,3 +112,15 @@ def test_noise_floor_on_codes_equals_the_string_twin():
         ref = stats.permutation_noise_floor_reference(labels, responses, 40, seed)
         assert np.array_equal(fast["samples"], ref["samples"]) and (fast["mean"], fast["p95"]) == (ref["mean"], ref["p95"])
     assert 0.1 < ref["mean"] < 0.5
+
+
+def test_run_labels_only_for_models_with_several_runs():
+    t = S.mvh_trials()  # one run per model: nothing relabelled
+    assert (R._run_observers(t)["observer"] == t["observer"]).all()
+    sweep = _sweep()
+    runs = R._run_observers(sweep)
+    humans = sweep["observer_type"] == "human"
+    assert (runs.loc[humans, "observer"] == sweep.loc[humans, "observer"]).all()  # humans keep their labels
+    labels = set(runs.loc[runs["task"] == "3dpc/vpt", "observer"])
+    assert "timm:model_000 (probe, seed 0)" in labels and "timm:model_000 (finetune, seed 1)" in labels
+    assert "timm:model_001 (probe, seed 1)" in labels and not any(o == "timm:model_001" for o in labels)
