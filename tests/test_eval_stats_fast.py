@@ -124,3 +124,21 @@ def test_run_labels_only_for_models_with_several_runs():
     labels = set(runs.loc[runs["task"] == "3dpc/vpt", "observer"])
     assert "timm:model_000 (probe, seed 0)" in labels and "timm:model_000 (finetune, seed 1)" in labels
     assert "timm:model_001 (probe, seed 1)" in labels and not any(o == "timm:model_001" for o in labels)
+
+
+def test_label_runs_equals_its_row_by_row_twin():
+    from eval.results import label_runs, label_runs_reference
+
+    t = _sweep()
+    m = t["model_id"] == "timm:model_001"
+    t.loc[m & (t["seed"] == 1), "weights"] = "pretrained:other"  # one model id, two identities
+    t.loc[m & (t["seed"] == 1) & (t["task"] == "3dpc/depth"), "feature"] = pd.NA  # and a missing field
+    t.loc[(t["model_id"] == "timm:a"), "preprocess"] = "resize=224"
+    fast, ident = label_runs(t)
+    ref, ident_ref = label_runs_reference(t)
+    pd.testing.assert_frame_equal(fast, ref, check_exact=True)
+    pd.testing.assert_frame_equal(ident, ident_ref, check_exact=True)
+    assert ident["mixed"].sum() >= 2 and fast["observer"].str.contains(r"timm:model_001 \[weights=").any()
+    summary = t.drop(columns=["observer", "observer_type"]).drop_duplicates("run_id")  # no observer_type column
+    for a, b in zip(label_runs(summary), label_runs_reference(summary)):
+        pd.testing.assert_frame_equal(a, b, check_exact=True)
