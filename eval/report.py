@@ -26,6 +26,7 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from . import stats
@@ -44,7 +45,8 @@ def observer_table(trials: pd.DataFrame, n_boot: int, n_perm: int, ci: float, se
     """Per observer (a model run's ``observer`` label distinguishes identities, see ``label_runs``)."""
     rows = []
     keys = ["task", "split", "method", "observer", "observer_type", "seed"]
-    for key, g in trials.groupby(keys, sort=True):
+    used = keys + [c for c in ("label", "response", "correct", "cluster") if c in trials]
+    for key, g in trials[used].groupby(keys, sort=True):  # only the columns read: each group is a copy
         floor = stats.permutation_noise_floor(g["label"], g["response"], n_perm, seed)
         rows.append({**dict(zip(keys, key)), **stats.accuracy_summary(g, n_boot, ci, seed),
                      "noise_floor_mean": floor["mean"], "noise_floor_p95": floor["p95"],
@@ -55,7 +57,59 @@ def observer_table(trials: pd.DataFrame, n_boot: int, n_perm: int, ci: float, se
 def consistency_tables(trials: pd.DataFrame, aggregation: str = "model-vs-human") -> tuple[pd.DataFrame, pd.DataFrame]:
     """κ, observed consistency and squared accuracy difference per (model run, human) on shared images,
     and the human-human ceiling (mean over pairs), per task, aggregated as ``aggregation`` says (see
-    ``stats.AGGREGATIONS``). Model rows must already carry distinct ``observer`` labels per identity."""
+    ``stats.AGGREGATIONS``). Model rows must already carry distinct ``observer`` labels per identity.
+    All pairs of a task at once (``stats.pair_counts``); :func:`consistency_tables_reference` is the plain twin."""
+    excl = stats.excluded_conditions(aggregation)
+    ec, ceil = [], []
+    metrics = stats.PAIR_METRICS
+    used = ["task", "condition", "observer", "observer_type", "method", "seed", "model_id", "item_id", "correct"]
+    for task, t in trials[used].groupby("task"):  # only the columns read: each group is a copy
+        cond, canon = stats.condition_code_index(t["condition"])
+        drop = excl.get(task, set())
+        if drop:
+            keep = ~np.isin(canon, list(drop))[cond]
+            t, cond = t[keep], cond[keep]
+        is_h = (t["observer_type"] == "human").to_numpy(dtype=bool, na_value=False)
+        if not is_h.any():
+            continue
+        is_m = (t["observer_type"] == "model").to_numpy(dtype=bool, na_value=False)
+        # decision makers: the humans (by observer, sorted), then the model runs (by method, observer, seed)
+        hcode, humans = pd.factorize(t.loc[is_h, "observer"], sort=True)
+        humans = [str(h) for h in humans]
+        runs = t.loc[is_m, ["method", "observer", "seed"]]
+        rcode = runs.groupby(["method", "observer", "seed"], sort=True).ngroup().to_numpy()
+        dm = np.full(len(t), -1, dtype=np.int64)
+        dm[is_h] = hcode
+        dm[is_m] = np.where(rcode >= 0, rcode + len(humans), -1)
+        first = np.unique(rcode[rcode >= 0], return_index=True)[1]  # each run's first row: its key, model_id
+        run_keys = runs.iloc[first]
+        run_model = t.loc[is_m, "model_id"].iloc[first].tolist()
+        names = humans + run_keys["observer"].tolist()
+        ok = dm >= 0
+        item = stats._item_codes(t["item_id"])
+        stats.repeated_trials_check(dm[ok], names, cond[ok], item[ok])
+        v = stats.pair_values(stats.pair_counts(dm, len(names), cond, item, stats._bool(t["correct"]),
+                                                np.arange(len(humans))), aggregation)
+        pairs = [(i, j) for i in range(len(humans)) for j in range(i + 1, len(humans)) if v["n"][i, j]]
+        if pairs:
+            ceil.append({"task": task, **{f"{m}_mean": float(pd.Series([float(v[m][i, j]) for i, j in pairs]).mean())
+                                          for m in metrics},
+                         "kappa_std": float(pd.Series([float(v["kappa"][i, j]) for i, j in pairs]).std(ddof=1))
+                         if len(pairs) > 1 else float("nan"), "pairs": len(pairs), "aggregation": aggregation})
+        for r, (method, model, seed) in enumerate(run_keys.itertuples(index=False, name=None)):
+            i = r + len(humans)
+            for j, h in enumerate(humans):
+                if v["n"][i, j]:
+                    ec.append({"task": task, "method": method, "observer": model, "model_id": run_model[r],
+                               "seed": seed, "human": h, **{m: float(v[m][i, j]) for m in metrics},
+                               "n": int(v["n"][i, j]), "conditions": int(v["conditions"][i, j]),
+                               "aggregation": aggregation})
+    return pd.DataFrame(ec), pd.DataFrame(ceil)
+
+
+def consistency_tables_reference(trials: pd.DataFrame,
+                                 aggregation: str = "model-vs-human") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The plain twin of :func:`consistency_tables`: one ``stats.pair_metrics`` per (model run, human) pair."""
     excl = stats.excluded_conditions(aggregation)
     ec, ceil = [], []
     metrics = ("kappa", "c_obs", "acc_diff_sq")
@@ -86,14 +140,23 @@ def consistency_tables(trials: pd.DataFrame, aggregation: str = "model-vs-human"
 
 def _benchmark(trials: pd.DataFrame, aggregation: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``stats.benchmark_tables`` with each model run (observer × method × seed) as one decision maker."""
-    t = trials.copy()
+    return stats.benchmark_tables(_run_observers(trials), aggregation)
+
+
+def _run_observers(trials: pd.DataFrame) -> pd.DataFrame:
+    """The columns the benchmark reads, a model's ``observer`` followed by ``(method, seed N)`` when it has
+    several runs."""
+    t = trials[["task", "condition", "observer", "observer_type", "method", "seed", "item_id", "correct"]].copy()
     models = t["observer_type"] == "model"
-    runs = t[models].groupby("observer")[["method", "seed"]].apply(lambda g: len(g.drop_duplicates()))
+    runs = t.loc[models, ["observer", "method", "seed"]].drop_duplicates().groupby("observer").size()
     multi = set(runs[runs > 1].index)
     relabel = models & t["observer"].isin(multi)
-    t.loc[relabel, "observer"] = (t.loc[relabel, "observer"] + " (" + t.loc[relabel, "method"] + ", seed "
-                                  + t.loc[relabel, "seed"].astype(str) + ")")
-    return stats.benchmark_tables(t, aggregation)
+    keys = t.loc[relabel, ["observer", "method", "seed"]]
+    code = keys.groupby(["observer", "method", "seed"], sort=False).ngroup().to_numpy()
+    first = keys.iloc[np.unique(code, return_index=True)[1]]  # one row per run: label it once, not per trial
+    labels = (first["observer"] + " (" + first["method"] + ", seed " + first["seed"].astype(str) + ")").to_numpy()
+    t.loc[relabel, "observer"] = labels[code]
+    return t
 
 
 def task_differences(summary: pd.DataFrame, split: str, seed: int) -> pd.DataFrame:

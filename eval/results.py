@@ -29,6 +29,7 @@ import os
 import uuid
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 TRIAL_DTYPES = {
@@ -195,14 +196,34 @@ def label_runs(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     never pooled: model rows get ``observer`` = the model id when the table holds one identity for it,
     else the model id followed by the identity fields that differ, e.g. ``timm:resnet18 [weights=random:seed=0]``.
     Returns the relabelled table and one row per (model_id, identity): ``observer``, the identity columns,
-    ``runs`` and ``mixed`` (whether the model id has several identities here). Human rows are unchanged."""
+    ``runs`` and ``mixed`` (whether the model id has several identities here). Human rows are unchanged.
+
+    Text forms and labels are made once per distinct (identity, run) and per distinct identity, not per trial
+    row (a zoo sweep has millions); :func:`label_runs_reference` is the plain twin, row by row."""
     df = df.copy()
     for col in IDENTITY:
         if col not in df:
             df[col] = ""
     cols = ["model_id", *IDENTITY]
-    models = df[df["observer_type"] == "model"] if "observer_type" in df else df
-    ident = models[cols + ["run_id"]].astype(str).groupby(cols, as_index=False).agg(runs=("run_id", "nunique"))
+    is_model = (df["observer_type"] == "model") if "observer_type" in df else pd.Series(True, index=df.index)
+    models = df.loc[is_model, cols]
+    # dropping repeated (identity, run) rows first changes neither the groups nor their distinct run counts
+    ident = _identity_table(df.loc[is_model, cols + ["run_id"]].drop_duplicates().astype(str), cols)
+    if len(ident):
+        code = models.groupby(cols, sort=False, dropna=False).ngroup().to_numpy()
+        first = models.iloc[np.unique(code, return_index=True)[1]]  # one row per distinct identity
+        key = first[cols[0]].astype(str)
+        for col in cols[1:]:
+            key = key + "\x1f" + first[col].astype(str)
+        lab = dict(zip(ident[cols].astype(str).agg("\x1f".join, axis=1), ident["observer"]))
+        df.loc[is_model, "observer"] = key.map(lab).to_numpy()[code]
+    return df, ident[["model_id", "observer", *IDENTITY, "runs", "mixed"]]
+
+
+def _identity_table(runs: pd.DataFrame, cols: list) -> pd.DataFrame:
+    """One row per (model_id, identity) of ``runs`` (text columns ``cols`` + ``run_id``): ``runs`` (distinct
+    run ids), ``observer`` (the model id, or with the identity fields that differ) and ``mixed``."""
+    ident = runs.groupby(cols, as_index=False).agg(runs=("run_id", "nunique"))
     ident["observer"] = ident["model_id"]
     n_values = ident.groupby("model_id")[list(IDENTITY)].nunique()  # per model id: how many values per field
     for mid, r in n_values[(n_values > 1).any(axis=1)].iterrows():  # only model ids with several identities
@@ -211,6 +232,18 @@ def label_runs(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         ident.loc[rows, "observer"] = [mid + " [" + ", ".join(f"{c}={v[c]}" for c in differ) + "]"
                                        for _, v in ident.loc[rows].iterrows()]
     ident["mixed"] = ident.groupby("model_id")["observer"].transform("nunique") > 1
+    return ident
+
+
+def label_runs_reference(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The plain twin of :func:`label_runs`: every trial row's text key built and looked up."""
+    df = df.copy()
+    for col in IDENTITY:
+        if col not in df:
+            df[col] = ""
+    cols = ["model_id", *IDENTITY]
+    models = df[df["observer_type"] == "model"] if "observer_type" in df else df
+    ident = _identity_table(models[cols + ["run_id"]].astype(str), cols)
     if len(ident):
         key = df[cols[0]].astype(str)  # column-wise concatenation: a row-wise agg(join) took minutes on a zoo sweep
         for col in cols[1:]:

@@ -300,6 +300,29 @@ def condition_code(code) -> str:
         return text.lower()
 
 
+def condition_code_index(values) -> tuple[np.ndarray, np.ndarray]:
+    """``(codes, canon)``: ``canon`` the sorted distinct :func:`condition_code` forms (object array of str),
+    ``codes`` each element's index into it. Computed once per distinct value: a sweep's trial table has
+    millions of rows and a handful of conditions."""
+    raw, uniques = pd.factorize(pd.Series(values, copy=False))
+    mapped = np.empty(len(uniques) + 1, dtype=object)
+    mapped[:] = [condition_code(u) for u in uniques] + [condition_code(pd.NA)]  # code -1 (missing): the last
+    canon, inverse = np.unique(mapped, return_inverse=True)
+    return inverse.reshape(-1)[raw], canon
+
+
+def condition_codes(values) -> np.ndarray:
+    """:func:`condition_code` of every element (an object array of str), computed once per distinct value."""
+    codes, canon = condition_code_index(values)
+    return canon[codes]
+
+
+def _item_codes(values) -> np.ndarray:
+    """Integer codes of ``item_id`` values (equal ids, equal codes; a missing id is one more code)."""
+    codes = pd.factorize(pd.Series(values, copy=False))[0].astype(np.int64)
+    return np.where(codes < 0, codes.max(initial=-1) + 1, codes)
+
+
 def excluded_conditions(aggregation: str = "model-vs-human") -> dict[str, set[str]]:
     """``{dataset: {canonical condition code, ...}}`` excluded under ``aggregation`` (empty for pooled)."""
     if aggregation not in AGGREGATIONS:
@@ -318,7 +341,7 @@ def _decision_makers(trials: pd.DataFrame) -> dict[str, pd.Series]:
     """``{observer: correct indexed by (canonical condition, item_id)}``; repeated trials are an error."""
     out = {}
     for obs, g in trials.groupby("observer", sort=True):
-        idx = pd.MultiIndex.from_arrays([g["condition"].map(condition_code).to_numpy(), g["item_id"].to_numpy()])
+        idx = pd.MultiIndex.from_arrays([condition_codes(g["condition"]), g["item_id"].to_numpy()])
         s = pd.Series(_bool(g["correct"]), index=idx)
         if idx.has_duplicates:
             raise StatsError(f"observer {obs!r} has repeated trials for the same (condition, item_id); results "
@@ -360,6 +383,86 @@ def pair_metrics_reference(trials: pd.DataFrame, a: str, b: str, aggregation: st
     return {k: float(np.mean([r[k] for r in rows])) for k in ("kappa", "c_obs", "acc_diff_sq")}
 
 
+PAIR_METRICS = ("kappa", "c_obs", "acc_diff_sq")
+
+
+def repeated_trials_check(dm: np.ndarray, names, cond: np.ndarray, item: np.ndarray) -> None:
+    """Raise :class:`StatsError` naming the first decision maker (lowest code in ``dm``) with two trials of
+    the same (condition, item_id) — the check :func:`_decision_makers` makes, over all rows at once.
+    ``cond`` and ``item`` are integer codes (:func:`condition_code_index`, :func:`_item_codes`)."""
+    ci, ii = np.asarray(cond, dtype=np.int64), np.asarray(item, dtype=np.int64)
+    key = (dm.astype(np.int64) * (ci.max(initial=0) + 1) + ci) * (ii.max(initial=0) + 1) + ii
+    dup = pd.Series(key).duplicated().to_numpy()
+    if dup.any():
+        obs = names[int(dm[dup].min())]
+        raise StatsError(f"observer {obs!r} has repeated trials for the same (condition, item_id); results "
+                         "of different runs (seeds, weights, methods) must be told apart before comparing")
+
+
+def pair_counts(dm: np.ndarray, n_dm: int, cond: np.ndarray, item: np.ndarray, correct: np.ndarray,
+                b: np.ndarray) -> dict:
+    """Trial counts of every decision maker (rows ``dm`` = 0..n_dm-1; -1 = none) against each decision maker
+    in ``b`` on their shared (condition, item_id) trials, per condition ``b`` has (sorted): ``n`` (shared
+    trials), ``right_a``, ``right_b`` (right answers of each side on them) and ``agree`` (both right or both
+    wrong), arrays ``[n_dm, len(b), conditions]`` of exact integer counts (float64; sums of 0/1 products).
+    Only the items some ``b`` has can be shared, so the observer × trial matrices keep only those columns.
+    ``cond`` are integer codes in the sorted order of the canonical condition codes
+    (:func:`condition_code_index`), ``item`` integer codes of the item ids (:func:`_item_codes`)."""
+    cc, ii = np.asarray(cond, dtype=np.int64), np.asarray(item, dtype=np.int64)
+    n_items = int(ii.max(initial=0)) + 1
+    key = cc * n_items + ii
+    in_b = np.isin(dm, b)
+    cols = np.unique(key[in_b])
+    pos = np.minimum(np.searchsorted(cols, key), max(len(cols) - 1, 0))
+    use = (dm >= 0) & (len(cols) > 0)
+    if len(cols):
+        use &= cols[pos] == key
+    present = np.zeros((n_dm, len(cols)), dtype=bool)
+    right = np.zeros((n_dm, len(cols)), dtype=bool)
+    present[dm[use], pos[use]] = True
+    right[dm[use], pos[use]] = correct[use]
+    col_cond = cols // n_items
+    kept = np.unique(col_cond)  # the conditions some b has, in sorted order
+    out = {k: np.zeros((n_dm, len(b), len(kept))) for k in ("n", "right_a", "right_b", "agree")}
+    for c, code in enumerate(kept):
+        sel = col_cond == code
+        p = present[:, sel].astype(np.float64)
+        r = (present[:, sel] & right[:, sel]).astype(np.float64)
+        w = p - r
+        pb, rb, wb = p[b].T, r[b].T, w[b].T
+        out["n"][:, :, c] = p @ pb
+        out["right_a"][:, :, c] = r @ pb
+        out["right_b"][:, :, c] = p @ rb
+        out["agree"][:, :, c] = r @ rb + w @ wb
+    return out
+
+
+def pair_values(counts: dict, aggregation: str = "model-vs-human") -> dict:
+    """:func:`pair_metrics` of every pair of :func:`pair_counts`: ``kappa``, ``c_obs``, ``acc_diff_sq`` (NaN
+    where a pair shares no trial), ``n`` and ``conditions``, arrays ``[n_dm, len(b)]``. The same arithmetic
+    in the same order as :func:`pair_metrics`, so the values are equal to the last bit."""
+    n, ra, rb, ag = counts["n"], counts["right_a"], counts["right_b"], counts["agree"]
+    present = n > 0
+    out = {"n": n.sum(-1).astype(np.int64), "conditions": present.sum(-1).astype(np.int64)}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if aggregation == "pooled":
+            n, ra, rb, ag = n.sum(-1), ra.sum(-1), rb.sum(-1), ag.sum(-1)
+        pa, pb, c_obs = ra / n, rb / n, ag / n
+        c_exp = pa * pb + (1 - pa) * (1 - pb)
+        kappa = np.where(c_obs == 1.0, 1.0, (c_obs - c_exp) / (1 - c_exp))
+    vals = {"kappa": kappa, "c_obs": c_obs, "acc_diff_sq": (pa - pb) ** 2}
+    if aggregation == "pooled":
+        return {**{k: np.where(out["n"] > 0, v, np.nan) for k, v in vals.items()}, **out}
+    full = present.all(-1)
+    for k, v in vals.items():
+        m = np.full(full.shape, np.nan)
+        m[full] = v[full].mean(-1)  # a row per pair: the 1-D mean pair_metrics takes
+        for i, j in zip(*np.nonzero(~full & (out["n"] > 0))):
+            m[i, j] = v[i, j][present[i, j]].mean()
+        out[k] = m
+    return out
+
+
 def benchmark_tables(trials: pd.DataFrame, aggregation: str = "model-vs-human",
                      exclusions: dict | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Model-vs-human's benchmark metrics per dataset (``task``) and their mean over datasets.
@@ -370,7 +473,68 @@ def benchmark_tables(trials: pd.DataFrame, aggregation: str = "model-vs-human",
     of all the decision maker's trials in the kept conditions; humans pooled) and ``pairs``. Excluded
     conditions (``exclusions``; default: model-vs-human's list when ``aggregation="model-vs-human"``) are
     dropped before anything is computed. Returns ``(per_dataset, means)``; ``means`` averages each metric
-    over the datasets an observer has (``datasets`` says how many), as model-vs-human does over its 17."""
+    over the datasets an observer has (``datasets`` says how many), as model-vs-human does over its 17.
+
+    Every pair of one dataset at once (:func:`pair_counts`: matrix products of observers × shared trials);
+    :func:`benchmark_tables_reference` is the plain twin (one :func:`pair_metrics` per pair)."""
+    if aggregation not in AGGREGATIONS:
+        raise StatsError(f"aggregation={aggregation!r}: allowed {', '.join(AGGREGATIONS)}")
+    excl = excluded_conditions(aggregation) if exclusions is None else exclusions
+    rows = []
+    used = ["task", "condition", "observer", "observer_type", "item_id", "correct"]
+    for task, t in trials[used].groupby("task", sort=True):  # only the columns read: each group is a copy
+        cond, canon = condition_code_index(t["condition"])
+        drop = excl.get(task, set())
+        if drop:
+            keep = ~np.isin(canon, list(drop))[cond]
+            t, cond = t[keep], cond[keep]
+        is_h = (t["observer_type"] == "human").to_numpy(dtype=bool, na_value=False)
+        if not is_h.any():
+            continue
+        dm, names = pd.factorize(t["observer"], sort=True)  # -1: no observer (groupby would leave it out)
+        names = [str(o) for o in names]
+        ok = dm >= 0
+        code = {o: k for k, o in enumerate(names)}
+        correct = _bool(t["correct"])
+        item = _item_codes(t["item_id"])
+        repeated_trials_check(dm[ok], names, cond[ok], item[ok])
+        humans = sorted(names[k] for k in np.unique(dm[is_h & ok]))
+        h_idx = np.array([code[h] for h in humans])
+        hpos = {h: k for k, h in enumerate(humans)}
+        models = sorted(set(names) - set(humans))
+        v = pair_values(pair_counts(dm, len(names), cond, item, correct, h_idx), aggregation)
+        n_own = np.bincount(dm[ok], minlength=len(names))
+        right_own = np.bincount(dm[ok], weights=correct[ok], minlength=len(names))
+        groups = [("humans", "human", [(code[a], hpos[b]) for i, a in enumerate(humans) for b in humans[i + 1:]],
+                   None)]
+        groups += [(m, "model", [(code[m], hpos[h]) for h in humans], code[m]) for m in models]
+        for name, kind, prs, own in groups:
+            prs = [(i, j) for i, j in prs if v["n"][i, j]]
+            mean = {k: float(np.mean([float(v[k][i, j]) for i, j in prs])) if prs else float("nan")
+                    for k in PAIR_METRICS}
+            if own is None:
+                n_tr, acc = int(is_h.sum()), accuracy(correct[is_h])
+            else:
+                n_tr, acc = int(n_own[own]), float(right_own[own] / n_own[own])
+            rows.append({"task": task, "observer": name, "observer_type": kind, **mean,
+                         "ood_accuracy": acc, "pairs": len(prs), "trials": n_tr, "aggregation": aggregation})
+    return _benchmark_frames(rows)
+
+
+def _benchmark_frames(rows: list) -> tuple[pd.DataFrame, pd.DataFrame]:
+    cols = ["task", "observer", "observer_type", "kappa", "c_obs", "acc_diff_sq", "ood_accuracy", "pairs",
+            "trials", "aggregation"]
+    per = pd.DataFrame(rows, columns=cols)
+    means = per.groupby(["observer", "observer_type", "aggregation"], as_index=False, sort=False).agg(
+        kappa=("kappa", "mean"), c_obs=("c_obs", "mean"), acc_diff_sq=("acc_diff_sq", "mean"),
+        ood_accuracy=("ood_accuracy", "mean"), datasets=("task", "nunique"))
+    return per, benchmark_ranks(means)
+
+
+def benchmark_tables_reference(trials: pd.DataFrame, aggregation: str = "model-vs-human",
+                               exclusions: dict | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The plain twin of :func:`benchmark_tables`: :func:`_decision_makers` and one :func:`pair_metrics` per
+    pair (conditions mapped row by row)."""
     if aggregation not in AGGREGATIONS:
         raise StatsError(f"aggregation={aggregation!r}: allowed {', '.join(AGGREGATIONS)}")
     excl = excluded_conditions(aggregation) if exclusions is None else exclusions
@@ -396,13 +560,7 @@ def benchmark_tables(trials: pd.DataFrame, aggregation: str = "model-vs-human",
             rows.append({"task": task, "observer": name, "observer_type": kind, **mean,
                          "ood_accuracy": accuracy(own["correct"]), "pairs": len(vals), "trials": len(own),
                          "aggregation": aggregation})
-    cols = ["task", "observer", "observer_type", "kappa", "c_obs", "acc_diff_sq", "ood_accuracy", "pairs",
-            "trials", "aggregation"]
-    per = pd.DataFrame(rows, columns=cols)
-    means = per.groupby(["observer", "observer_type", "aggregation"], as_index=False, sort=False).agg(
-        kappa=("kappa", "mean"), c_obs=("c_obs", "mean"), acc_diff_sq=("acc_diff_sq", "mean"),
-        ood_accuracy=("ood_accuracy", "mean"), datasets=("task", "nunique"))
-    return per, benchmark_ranks(means)
+    return _benchmark_frames(rows)
 
 
 # model-vs-human's benchmark metrics and whether a higher value is better
@@ -458,7 +616,20 @@ def shape_bias(trials: pd.DataFrame) -> pd.DataFrame:
 
 def permutation_noise_floor(labels, responses, n_perm: int = 1000, seed: int = 0) -> dict:
     """Accuracy of an observer's responses against randomly permuted labels (``n_perm`` times): the
-    accuracy reachable by chance with this observer's response bias and this label balance."""
+    accuracy reachable by chance with this observer's response bias and this label balance. Labels and
+    responses are compared as integer codes of their text (the same permutations of the same random stream
+    as :func:`permutation_noise_floor_reference`, which compares the strings: equal samples)."""
+    labels = np.asarray(labels).astype(str)
+    responses = np.asarray(responses).astype(str)
+    codes = pd.factorize(np.concatenate([labels, responses]).astype(object))[0]
+    lab, resp = codes[:labels.size], codes[labels.size:]
+    rng = np.random.default_rng(seed)
+    accs = np.array([np.mean(resp == rng.permutation(lab)) for _ in range(n_perm)])
+    return {"mean": float(accs.mean()), "p95": float(np.quantile(accs, 0.95)), "samples": accs}
+
+
+def permutation_noise_floor_reference(labels, responses, n_perm: int = 1000, seed: int = 0) -> dict:
+    """The plain twin of :func:`permutation_noise_floor`: permute the label strings."""
     labels = np.asarray(labels).astype(str)
     responses = np.asarray(responses).astype(str)
     rng = np.random.default_rng(seed)
