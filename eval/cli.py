@@ -94,7 +94,8 @@ def _load(c: dict, task_kind: str = ""):
     weights = WeightsSpec(pretrained=bool(c["pretrained"]) and not c["weights"], file=c["weights"],
                           init_seed=int(c["init_seed"]))
     return load_model(c["model"], weights, resolve_preprocess(c["preprocess"], task_kind),
-                      tuple(c.get("taps") or ()), c["device"], c["hub"], c.get("model_kwargs") or {})
+                      tuple(c.get("taps") or ()), c["device"], c["hub"], c.get("model_kwargs") or {},
+                      fast=bool(c.get("fast", True)))
 
 
 def _task(c: dict):
