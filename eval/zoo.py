@@ -319,13 +319,15 @@ def _is_missing_weights(err: Exception) -> bool:
 
 def load_model(model: str | ModelId, weights: WeightsSpec | None = None, preprocess: str = "model",
                taps: tuple[str, ...] | list[str] = (), device: str = "cpu", hub: str = "auto",
-               kwargs: dict | None = None, channels_last: bool = True, fast: bool = True) -> LoadedModel:
+               kwargs: dict | None = None, channels_last: bool = True, fast: bool = False) -> LoadedModel:
     """Resolve ``model`` and return it frozen (eval mode, no grad) on ``device``. ``channels_last`` stores
     weights and batches in NHWC order (about 1.5x faster convolutions on CPU; same values to float
     rounding, tested). ``fast`` folds eval-mode batch norms into the convolutions before them
     (:mod:`eval.fold`; not for convolutions named in ``taps``, nor for models with a ``forward_fn``) and lets
     extraction use the uint8 preprocessing twin; ``fast=False`` is the plain reference (same features to
-    float rounding, tested)."""
+    float rounding, tested). Only for feature extraction: a folded module must not be trained (fine-tuning)
+    nor hooked at convolutions it was not told about (similarity's default layers); the CLI turns ``fast``
+    on for the probe and decoder commands only."""
     import torch
 
     mid = model if isinstance(model, ModelId) else ModelId.parse(model)

@@ -45,7 +45,7 @@ def _pngs(tmp_path, n=5):
 def test_folded_model_gives_the_plain_features(tmp_path, name):
     _with_real_statistics(name, tmp_path / "w.pth")
     spec = WeightsSpec(file=str(tmp_path / "w.pth"))
-    fast = load_model(f"timm:{name}", spec, preprocess="shorter_side")
+    fast = load_model(f"timm:{name}", spec, preprocess="shorter_side", fast=True)
     plain = load_model(f"timm:{name}", spec, preprocess="shorter_side", fast=False)
     n_bn = sum(isinstance(m, torch.nn.BatchNorm2d) for m in plain.module.modules())
     assert plain.folded_bn == 0 and fast.folded_bn == n_bn > 0  # every conv -> BN pair of these models
@@ -63,7 +63,7 @@ def test_taps_keep_their_values_and_tapped_convolutions_are_not_folded(tmp_path)
     _with_real_statistics("resnet18", tmp_path / "w.pth")
     spec = WeightsSpec(file=str(tmp_path / "w.pth"))
     taps = ["layer1", "layer2.0.conv1", "layer2.0.bn1"]
-    fast = load_model("timm:resnet18", spec, taps=taps)
+    fast = load_model("timm:resnet18", spec, taps=taps, fast=True)
     plain = load_model("timm:resnet18", spec, taps=taps, fast=False)
     assert fast.folded_bn == 19  # all but layer2.0.conv1's batch norm
     x = torch.randn(2, 3, 224, 224, generator=torch.Generator().manual_seed(2))
@@ -124,7 +124,7 @@ def test_uint8_decode_gives_the_reference_pixels(tmp_path):
 
 def test_uint8_preprocessing_is_bitwise_the_transform(tmp_path):
     paths = _pngs(tmp_path)
-    m = load_model("timm:test_resnet")  # timm's eval transform: resize, centre crop, normalise
+    m = load_model("timm:test_resnet", fast=True)  # timm's eval transform: resize, centre crop, normalise
     cfg = dict(m.data_config, input_size=(3, 40, 40))
     for transform in (m.transform, shorter_side_transform(cfg)):
         fast = Uint8Preprocess.from_transform(transform)
@@ -147,7 +147,7 @@ def test_fast_extraction_matches_the_plain_one(tmp_path, workers):
     _with_real_statistics("tf_efficientnet_lite0", tmp_path / "w.pth")
     spec = WeightsSpec(file=str(tmp_path / "w.pth"))
     paths = _pngs(tmp_path, 6)
-    fast = load_model("timm:tf_efficientnet_lite0", spec, preprocess="shorter_side")
+    fast = load_model("timm:tf_efficientnet_lite0", spec, preprocess="shorter_side", fast=True)
     plain = load_model("timm:tf_efficientnet_lite0", spec, preprocess="shorter_side", fast=False)
     a = extract(fast, paths, batch_size=4, progress=False, workers=workers)["pooled"]
     b = extract(plain, paths, batch_size=4, progress=False, workers=0)["pooled"]
@@ -177,3 +177,14 @@ def test_probe_with_integer_masks_trains_the_same_head(monkeypatch):
         fit = P.train_probe(X[:200], y[:200], X[200:], y[200:], 2, cfg, seed=3)
         heads.append(fit.head[2].weight.detach().clone())
     assert torch.equal(heads[0], heads[1])
+
+
+def test_only_extraction_jobs_get_the_fast_path():
+    from eval.cli import _load
+
+    c = {"model": "timm:test_resnet", "pretrained": False, "weights": None, "init_seed": 0, "preprocess": "auto",
+         "taps": [], "device": "cpu", "hub": "offline", "model_kwargs": {}, "fast": True}
+    assert _load(c, "threedpc", extraction_only=True).folded_bn > 0  # probe, decoder
+    assert _load(c, "threedpc").folded_bn == 0  # fine-tuning trains the module; similarity hooks any leaf
+    assert _load(dict(c, fast=False), "threedpc", extraction_only=True).folded_bn == 0
+    assert load_model("timm:test_resnet").folded_bn == 0  # the API default is the plain module
