@@ -9,7 +9,8 @@
 The probe runs ``eval.probe.run_probe`` on embeddings with the default build's VPT split sizes
 (train/val/test 5,176 / 1,198 / 3,750, from docs/benchmarks.md) and ``--dim`` (default 2,048, ResNet-50's
 width), with a learnable signal; its baseline is the same probe with the reference dropout masks (float
-draws, ``probe.FAST_MASKS=False``), same result. Extraction is timed on ``--n`` images of a 3D-PC build at
+draws, ``probe.FAST_MASKS=False``) and one gather of the shuffled matrix per epoch
+(``probe.GATHER_PER_BATCH=False``), same result. Extraction is timed on ``--n`` images of a 3D-PC build at
 the default 256×256 (built with the small preset's scenes at size 256 if ``--task`` does not exist), cycled
 when the build has fewer images, and projected to the default build's 12,395 kept frames; its baseline is
 the plain path (``fast=false``: the model as loaded and the library transform per image), the new one the
@@ -100,11 +101,11 @@ def main() -> None:
     print(f"torch threads: {torch.get_num_threads()}, cpu count: {os.cpu_count()}, "
           f"load average at start: {os.getloadavg()[0]:.1f}")
     # 1. probe on cached embeddings: the paper's protocol, 3 seeds, once; and its ratio to the baseline (the
-    #    reference dropout masks) on 1 seed x 5 epochs, interleaved in the same run
+    #    reference masks and gathers) on 1 seed x 5 epochs, interleaved in the same run
     task, emb = synthetic(args.dim)
 
     def probe_time(cfg, fast_masks):
-        P.FAST_MASKS = fast_masks
+        P.FAST_MASKS = P.GATHER_PER_BATCH = fast_masks
         with tempfile.TemporaryDirectory() as tmp:
             c0, t0 = cpu_seconds(), time.perf_counter()
             s = P.run_probe(task, emb, "bench", cfg, tmp, progress=False)
@@ -119,7 +120,7 @@ def main() -> None:
             runs[fast].append((w, c, s[s.split == "test"]["accuracy"].mean()))
     assert len({round(a, 12) for r in runs.values() for _, _, a in r}) == 1, "the two mask paths disagree"
     for fast, rs in runs.items():
-        print(f"probe, 1 seed x 5 epochs, {args.dim} dims, {'integer' if fast else 'float (baseline)'} dropout masks: "
+        print(f"probe, 1 seed x 5 epochs, {args.dim} dims, {'new' if fast else 'baseline'} (masks {'integer' if fast else 'float'}, gather per {'batch' if fast else 'epoch'}): "
               f"wall {', '.join(f'{w:.1f}' for w, _, _ in rs)} s, CPU {', '.join(f'{c:.1f}' for _, c, _ in rs)} s")
     print(f"  -> ratio baseline/new: wall {min(w for w, _, _ in runs[False]) / min(w for w, _, _ in runs[True]):.2f}x, "
           f"CPU {min(c for _, c, _ in runs[False]) / min(c for _, c, _ in runs[True]):.2f}x (same test accuracy)")

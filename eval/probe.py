@@ -80,6 +80,8 @@ def make_head(dim: int, n_classes: int, dropout: float, seed: int | None = None)
     return nn.Sequential(nn.BatchNorm1d(dim, affine=False), drop, nn.Linear(dim, n_classes))
 
 
+GATHER_PER_BATCH = True  # each batch's rows gathered when used (stays in cache: ~3x cheaper than gathering the
+# shuffled matrix once per epoch, the reference, measured 10 vs 31 ms per epoch at 5,176 x 2,048; same rows)
 FAST_MASKS = True  # SeededDropout draws its masks as 32-bit integers (Uint32Masks): the same masks, ~2x cheaper
 
 
@@ -201,12 +203,18 @@ def _train_probe(X_train, y_train, X_val, y_val, n_classes, cfg, seed) -> ProbeF
     for epoch in range(cfg.epochs):
         head.train()
         perm = torch.randperm(n, generator=gen)
-        Xp, yp = Xt[perm], yt[perm]  # one gather per epoch; batches are then contiguous slices
+        if not GATHER_PER_BATCH:  # the reference: one gather per epoch, batches are contiguous slices
+            Xp, yp = Xt[perm], yt[perm]
         for i in range(0, n, cfg.batch_size):
             if min(cfg.batch_size, n - i) < 2:  # BatchNorm in training mode needs two samples
                 continue
+            if GATHER_PER_BATCH:
+                idx = perm[i:i + cfg.batch_size]
+                xb, yb = Xt[idx], yt[idx]
+            else:
+                xb, yb = Xp[i:i + cfg.batch_size], yp[i:i + cfg.batch_size]
             opt.zero_grad(set_to_none=True)
-            F.cross_entropy(head(Xp[i:i + cfg.batch_size]), yp[i:i + cfg.batch_size]).backward()
+            F.cross_entropy(head(xb), yb).backward()
             opt.step()
         _, vloss, vacc = _evaluate(head, Xv, yv)
         history.append({"epoch": epoch, "val_loss": vloss, "val_accuracy": vacc})

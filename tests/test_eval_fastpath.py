@@ -172,11 +172,12 @@ def test_probe_with_integer_masks_trains_the_same_head(monkeypatch):
     X = rng.normal(size=(300, 33)).astype(np.float32) + y[:, None] * 0.5  # odd width: halves carried over
     cfg = P.ProbeConfig(epochs=4, batch_size=37, patience=0, seeds=(0,))
     heads = []
-    for fast in (True, False):
+    for fast in (True, False):  # the fast masks and per-batch gathers, then both references
         monkeypatch.setattr(P, "FAST_MASKS", fast)
+        monkeypatch.setattr(P, "GATHER_PER_BATCH", fast)
         fit = P.train_probe(X[:200], y[:200], X[200:], y[200:], 2, cfg, seed=3)
-        heads.append(fit.head[2].weight.detach().clone())
-    assert torch.equal(heads[0], heads[1])
+        heads.append((fit.head[2].weight.detach().clone(), fit.history))
+    assert torch.equal(heads[0][0], heads[1][0]) and heads[0][1] == heads[1][1]
 
 
 def test_only_extraction_jobs_get_the_fast_path():
