@@ -8,10 +8,15 @@
 
 The probe runs ``eval.probe.run_probe`` on embeddings with the default build's VPT split sizes
 (train/val/test 5,176 / 1,198 / 3,750, from docs/benchmarks.md) and ``--dim`` (default 2,048, ResNet-50's
-width), with a learnable signal; its baseline is the same probe with torch's default thread count. Extraction is timed on ``--n`` images of a 3D-PC build at the default 256×256 (built
-with the small preset's scenes at size 256 if ``--task`` does not exist), cycled when the build has fewer
-images, and projected to the default build's 12,395 kept frames; its baseline is decoding in the main
-process (``workers=0``), interleaved with the new path so both see the same machine load.
+width), with a learnable signal; its baseline is the same probe with the reference dropout masks (float
+draws, ``probe.FAST_MASKS=False``) and one gather of the shuffled matrix per epoch
+(``probe.GATHER_PER_BATCH=False``), same result. Extraction is timed on ``--n`` images of a 3D-PC build at
+the default 256×256 (built with the small preset's scenes at size 256 if ``--task`` does not exist), cycled
+when the build has fewer images, and projected to the default build's 12,395 kept frames; its baseline is
+the plain path (``fast=false``: the model as loaded and the library transform per image), the new one the
+fast path (batch norms folded, uint8 preprocessing), both with the decoding worker, interleaved round by
+round so both see the same machine load. CPU time (user + system of this process and its finished
+decoding workers) is printed beside wall time: on a shared machine it is the steadier figure.
 """
 from __future__ import annotations
 
@@ -59,12 +64,21 @@ def ensure_build(path: Path) -> Path:
     return path
 
 
+def cpu_seconds() -> float:
+    """User + system CPU of this process and its finished children (the decoding workers)."""
+    import resource
+
+    a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
+
+
 def timed_extraction(m, paths, batch_size, workers):
+    """(images/s wall, CPU ms per image, pooled features)."""
     from eval.embeddings import extract
 
-    t0 = time.perf_counter()
-    extract(m, paths, batch_size, progress=False, workers=workers)
-    return len(paths) / (time.perf_counter() - t0)
+    c0, t0 = cpu_seconds(), time.perf_counter()
+    feats = extract(m, paths, batch_size, progress=False, workers=workers)["pooled"]
+    return len(paths) / (time.perf_counter() - t0), (cpu_seconds() - c0) / len(paths) * 1e3, feats
 
 
 def main() -> None:
@@ -75,6 +89,7 @@ def main() -> None:
     ap.add_argument("--model", default="timm:resnet18")
     ap.add_argument("--dim", type=int, default=2048, help="probe feature width (ResNet-50: 2048)")
     ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--workers", type=int, default=1, help="decoding workers for both paths")
     args = ap.parse_args()
 
     import torch
@@ -85,50 +100,63 @@ def main() -> None:
 
     print(f"torch threads: {torch.get_num_threads()}, cpu count: {os.cpu_count()}, "
           f"load average at start: {os.getloadavg()[0]:.1f}")
-    # 1. probe on cached embeddings: the paper's protocol, 3 seeds, once; and its ratio to the baseline (torch's
-    #    default thread count: the code before PROBE_THREADS) on 1 seed x 5 epochs, interleaved in the same run
+    # 1. probe on cached embeddings: the paper's protocol, 3 seeds, once; and its ratio to the baseline (the
+    #    reference masks and gathers) on 1 seed x 5 epochs, interleaved in the same run
     task, emb = synthetic(args.dim)
-    new_threads = P.PROBE_THREADS
 
-    def probe_time(cfg, threads):
-        P.PROBE_THREADS = threads
+    def probe_time(cfg, fast_masks):
+        P.FAST_MASKS = P.GATHER_PER_BATCH = fast_masks
         with tempfile.TemporaryDirectory() as tmp:
-            t0 = time.perf_counter()
+            c0, t0 = cpu_seconds(), time.perf_counter()
             s = P.run_probe(task, emb, "bench", cfg, tmp, progress=False)
-            return time.perf_counter() - t0, s
+            return time.perf_counter() - t0, cpu_seconds() - c0, s
 
     short = P.ProbeConfig(epochs=5, patience=0, seeds=(0,))
-    base, new = [], []
+    probe_time(short, True)  # warm-up (first-call costs would fall on the baseline)
+    runs = {False: [], True: []}
     for _ in range(args.rounds):
-        base.append(probe_time(short, torch.get_num_threads())[0])
-        new.append(probe_time(short, new_threads)[0])
-    print(f"probe, 1 seed x 5 epochs, {args.dim} dims: baseline ({torch.get_num_threads()} threads) "
-          f"{', '.join(f'{t:.1f}' for t in base)} s; new ({new_threads} thread) {', '.join(f'{t:.1f}' for t in new)} s"
-          f" -> ratio {min(base) / min(new):.2f}x")
+        for fast in runs:
+            w, c, s = probe_time(short, fast)
+            runs[fast].append((w, c, s[s.split == "test"]["accuracy"].mean()))
+    assert len({round(a, 12) for r in runs.values() for _, _, a in r}) == 1, "the two mask paths disagree"
+    for fast, rs in runs.items():
+        print(f"probe, 1 seed x 5 epochs, {args.dim} dims, {'new' if fast else 'baseline'} (masks {'integer' if fast else 'float'}, gather per {'batch' if fast else 'epoch'}): "
+              f"wall {', '.join(f'{w:.1f}' for w, _, _ in rs)} s, CPU {', '.join(f'{c:.1f}' for _, c, _ in rs)} s")
+    print(f"  -> ratio baseline/new: wall {min(w for w, _, _ in runs[False]) / min(w for w, _, _ in runs[True]):.2f}x, "
+          f"CPU {min(c for _, c, _ in runs[False]) / min(c for _, c, _ in runs[True]):.2f}x (same test accuracy)")
     cfg = P.ProbeConfig()
-    probe_s, s = probe_time(cfg, new_threads)
+    probe_s, probe_cpu, s = probe_time(cfg, True)
     print(f"probe, {len(task.split('train'))} train images x {args.dim} dims, {len(cfg.seeds)} seeds, <= {cfg.epochs} "
-          f"epochs (the paper's protocol): {probe_s:.1f} s (goal 30 s); epochs run per seed "
+          f"epochs (the paper's protocol): {probe_s:.1f} s wall, {probe_cpu:.1f} s CPU (goal 30 s); epochs run per seed "
           f"{s.drop_duplicates('seed')['epochs_run'].tolist()}, test accuracy "
           f"{s[s.split == 'test']['accuracy'].mean():.3f}; load average {os.getloadavg()[0]:.1f}")
 
-    # 2. extraction throughput on real 3D-PC frames: decoding in this process (baseline) vs a decoding
-    #    worker overlapping the model (new), interleaved so both see the same machine load
+    # 2. extraction throughput on real 3D-PC frames: the plain path (baseline) vs the fast path (new),
+    #    interleaved so both see the same machine load
     build = ensure_build(Path(args.task))
     t = load_task(build, "vpt")
     _, paths = t.image_files()
     paths = (paths * (args.n // len(paths) + 1))[:args.n]
-    m = load_model(args.model, preprocess="shorter_side")
-    timed_extraction(m, paths[: args.batch_size], args.batch_size, 0)  # warm-up
-    rates = {0: [], 1: []}
+    models = {"plain": load_model(args.model, preprocess="shorter_side", fast=False),
+              "fast": load_model(args.model, preprocess="shorter_side", fast=True)}
+    print(f"fast path: {models['fast'].folded_bn} batch norms folded")
+    for m in models.values():
+        timed_extraction(m, paths[: args.batch_size], args.batch_size, 0)  # warm-up
+    rates: dict[str, list] = {k: [] for k in models}
+    feats = {}
     for _ in range(args.rounds):
-        for w in rates:
-            rates[w].append(timed_extraction(m, paths, args.batch_size, w))
-    for w, rs in rates.items():
-        print(f"extraction, {args.model} {m.data_config['input_size']}, batch {args.batch_size}, {args.n} images, "
-              f"decode workers {w}: {', '.join(f'{r:.1f}' for r in rs)} images/s")
-    rate = max(rates[1])
-    print(f"  -> ratio new/baseline {rate / max(rates[0]):.2f}x; load average now {os.getloadavg()[0]:.1f}")
+        for k, m in models.items():
+            rate, cpu_ms, feats[k] = timed_extraction(m, paths, args.batch_size, args.workers)
+            rates[k].append((rate, cpu_ms))
+    diff = float(abs(feats["fast"] - feats["plain"]).max() / abs(feats["plain"]).max())
+    for k, rs in rates.items():
+        print(f"extraction, {args.model} {m.data_config['input_size']}, shorter_side, batch {args.batch_size}, {args.n} "
+              f"images, decode workers {args.workers}, {k} path: {', '.join(f'{r:.1f}' for r, _ in rs)} images/s; "
+              f"CPU {', '.join(f'{c:.1f}' for _, c in rs)} ms/image")
+    rate = max(r for r, _ in rates["fast"])
+    print(f"  -> ratio fast/plain: wall {rate / max(r for r, _ in rates['plain']):.2f}x, CPU "
+          f"{min(c for _, c in rates['plain']) / min(c for _, c in rates['fast']):.2f}x; features max |diff| / max "
+          f"|plain| = {diff:.1e}; load average now {os.getloadavg()[0]:.1f}")
     projected = DEFAULT_BUILD_IMAGES / rate
     print(f"the default build's {DEFAULT_BUILD_IMAGES} images at {rate:.1f} images/s: {projected / 60:.1f} min; "
           f"+ probe: {(projected + probe_s) / 60:.1f} min (goal 10 min)")

@@ -88,13 +88,17 @@ def _container(cfg) -> dict:
     return plain_config(cfg, "python -m eval --help")
 
 
-def _load(c: dict, task_kind: str = ""):
+def _load(c: dict, task_kind: str = "", extraction_only: bool = False):
+    """The model of a job. ``extraction_only``: the job only extracts features (probe, decoder), so the
+    ``fast`` setting applies; jobs that train the module or hook arbitrary layers (fine-tuning, similarity)
+    always get the plain module (folded batch norms would neither train nor expose conv outputs as before)."""
     from .zoo import WeightsSpec, load_model, resolve_preprocess
 
     weights = WeightsSpec(pretrained=bool(c["pretrained"]) and not c["weights"], file=c["weights"],
                           init_seed=int(c["init_seed"]))
     return load_model(c["model"], weights, resolve_preprocess(c["preprocess"], task_kind),
-                      tuple(c.get("taps") or ()), c["device"], c["hub"], c.get("model_kwargs") or {})
+                      tuple(c.get("taps") or ()), c["device"], c["hub"], c.get("model_kwargs") or {},
+                      fast=extraction_only and bool(c.get("fast", True)))
 
 
 def _task(c: dict):
@@ -120,7 +124,7 @@ def _prepare(c: dict, method: str):
         task = _task(c)
         settings = dict(c[method])
         settings["seeds"] = tuple(settings["seeds"])
-        return task, config_cls(**settings), _load(c, task.kind)
+        return task, config_cls(**settings), _load(c, task.kind, extraction_only=method == "probe")
     except (ZooError, WeightsUnavailable, TaskError, ValueError, TypeError) as e:
         _fail(str(e))
 

@@ -60,7 +60,7 @@ def decoder_job(cfg) -> None:
             settings[k] = tuple(settings.get(k) or ())
         dcfg = DecoderConfig(**settings)
         data = load_decoder_data(c["task"], dcfg)
-        loaded = _load(c, "generated")
+        loaded = _load(c, "generated", extraction_only=True)
         X, key = decoder_features(loaded, data, dcfg, c["cache_dir"], c["batch_size"], c["device"], c["progress"])
         summ = run_decoders(data, X, key, c["model"], dcfg, c["out"], loaded.run_identity(),
                             c.get("epochs_per_invocation"), {"zoo": (c.get("zoo") or {}).get("name")})

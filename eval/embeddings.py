@@ -87,32 +87,117 @@ def load_image(path: str):
         raise EmbeddingError(f"cannot decode image {e}") from None
 
 
-class _Decoded:
-    """Images decoded and preprocessed by ``transform`` (a map-style dataset for a DataLoader)."""
+def decode_uint8(path: str):
+    """Fast twin of :func:`load_image`: the same RGB PIL image, without the float round trip that
+    ``read_image`` makes for 16-/32-bit files. 8-bit RGB, RGBA (alpha dropped) and L (grey copied to three
+    channels) PNGs/JPEGs are converted by PIL directly, which gives the same pixels; any other mode or any
+    failure goes through :func:`load_image` (and its error messages). Tested equal to it."""
+    from PIL import Image
 
-    def __init__(self, paths: list[str], transform):
-        self.paths, self.transform = paths, transform
+    try:
+        with Image.open(path) as im:
+            if im.mode in ("RGB", "RGBA", "L"):
+                im.load()
+                return im.convert("RGB")
+    except Exception:  # noqa: BLE001 - a truncated file, a decompression bomb...: the reference decides
+        pass
+    return load_image(path)
+
+
+class Uint8Preprocess:
+    """Fast twin of a library transform of the form ``[PIL steps (Resize, CenterCrop)] → ToTensor →
+    Normalize``: each worker item is the image after the PIL steps as uint8 ``[H, W, 3]`` (a quarter of the
+    bytes of a float tensor to pass between processes), and a batch is converted at once as
+    ``(u8 / 255 - mean) / std`` in float32 — the same element-wise operations as ``ToTensor`` and
+    ``Normalize``, hence the same values bit for bit — directly in channels-last order (the NHWC bytes
+    need no transpose). :meth:`from_transform` returns ``None`` for any other transform."""
+
+    def __init__(self, pil_steps: list, mean, std):
+        import torch
+
+        self.pil_steps = list(pil_steps)
+        self.mean = torch.as_tensor(mean, dtype=torch.float32).reshape(1, -1, 1, 1)
+        self.std = torch.as_tensor(std, dtype=torch.float32).reshape(1, -1, 1, 1)
+
+    @classmethod
+    def from_transform(cls, transform) -> "Uint8Preprocess | None":
+        from torchvision import transforms as T
+
+        steps = getattr(transform, "transforms", None) if isinstance(transform, T.Compose) else None
+        if not steps or len(steps) < 2:
+            return None
+        *pil, to_tensor, norm = steps
+        # exact types only: a subclass might do something else (timm's MaybeToTensor is ToTensor for PIL input)
+        tensor_step = type(to_tensor) is T.ToTensor or type(to_tensor).__name__ == "MaybeToTensor"
+        if not (type(norm) is T.Normalize and tensor_step and all(type(t) in (T.Resize, T.CenterCrop) for t in pil)):
+            return None
+        return cls(pil, norm.mean, norm.std)
+
+    def __call__(self, path: str) -> np.ndarray:
+        im = decode_uint8(path)
+        for step in self.pil_steps:
+            im = step(im)
+        return np.asarray(im)
+
+    def batch(self, arrays: list[np.ndarray]):
+        """``[B, 3, H, W]`` float32 (channels-last strides) from uint8 ``[H, W, 3]`` arrays of one shape."""
+        import torch
+
+        x = torch.from_numpy(np.stack(arrays)).permute(0, 3, 1, 2)
+        return x.to(torch.float32).div(255).sub_(self.mean).div_(self.std)
+
+
+class _Plain:
+    """The reference preprocessing of one image: ``transform(load_image(path))``."""
+
+    def __init__(self, transform):
+        self.transform = transform
+
+    def __call__(self, path: str):
+        return self.transform(load_image(path))
+
+    def batch(self, tensors: list):
+        import torch
+
+        return torch.stack(tensors)
+
+
+def preprocessor(loaded):
+    """The per-image step (run in decoding workers) and batch step of ``loaded``'s preprocessing: the fast
+    uint8 twin when ``loaded.fast`` is set and its transform has the recognised form, else the plain one."""
+    if getattr(loaded, "fast", False):
+        fast = Uint8Preprocess.from_transform(loaded.transform)
+        if fast is not None:
+            return fast
+    return _Plain(loaded.transform)
+
+
+class _Decoded:
+    """Images decoded and preprocessed by ``prep`` (a map-style dataset for a DataLoader)."""
+
+    def __init__(self, paths: list[str], prep):
+        self.paths, self.prep = paths, prep
 
     def __len__(self):
         return len(self.paths)
 
     def __getitem__(self, i):
-        return self.transform(load_image(self.paths[i]))
+        return self.prep(self.paths[i])
 
 
-def _batches(loaded, paths: list[str], batch_size: int, workers: int):
-    """Lists of preprocessed image tensors, ``batch_size`` at a time, in order. With ``workers`` > 0,
-    worker processes decode and resize the next batches while the model runs on this one."""
+def _batches(prep, paths: list[str], batch_size: int, workers: int):
+    """Lists of preprocessed images (``prep(path)``), ``batch_size`` at a time, in order. With ``workers``
+    > 0, worker processes decode and resize the next batches while the model runs on this one."""
     import multiprocessing
 
     # inside a launcher's worker process (joblib/loky) a DataLoader cannot start its own workers
     if workers <= 0 or len(paths) <= batch_size or multiprocessing.parent_process() is not None:
         for start in range(0, len(paths), batch_size):
-            yield [loaded.transform(load_image(p)) for p in paths[start:start + batch_size]]
+            yield [prep(p) for p in paths[start:start + batch_size]]
         return
     from torch.utils.data import DataLoader
 
-    yield from DataLoader(_Decoded(paths, loaded.transform), batch_size=batch_size, shuffle=False,
+    yield from DataLoader(_Decoded(paths, prep), batch_size=batch_size, shuffle=False,
                           num_workers=workers, collate_fn=list, prefetch_factor=2, persistent_workers=False)
 
 
@@ -122,28 +207,29 @@ DECODE_WORKERS = 1  # one decoding process overlaps PNG decoding with the model 
 def extract(loaded, paths: list[str], batch_size: int = 64, device: str = "cpu", progress: bool = True,
             desc: str = "embeddings", workers: int | None = None) -> dict[str, np.ndarray]:
     """Features for ``paths`` (no cache): dict name -> float32 [N, D]. ``workers`` decoding processes
-    (default ``DECODE_WORKERS``; 0 = decode in this process, the reference path) — same values either way."""
-    import torch
+    (default ``DECODE_WORKERS``; 0 = decode in this process, the reference path) — same values either way.
+    Preprocessing follows :func:`preprocessor` (the uint8 twin when ``loaded.fast``; same values)."""
     from tqdm.auto import tqdm
 
+    prep = preprocessor(loaded)
     out: dict[str, list] = {}
     bar = tqdm(total=len(paths), desc=desc, unit="img", disable=not progress, leave=False)
-    for tensors in _batches(loaded, paths, batch_size, DECODE_WORKERS if workers is None else workers):
+    for items in _batches(prep, paths, batch_size, DECODE_WORKERS if workers is None else workers):
         # images of different shapes (shorter-side resizing of non-square inputs) go in sub-batches
         shapes: dict[tuple, list[int]] = {}
-        for i, t in enumerate(tensors):
+        for i, t in enumerate(items):
             shapes.setdefault(tuple(t.shape), []).append(i)
         parts: dict[str, list] = {}
         order = []
         for idx in shapes.values():
-            feats = loaded.features(torch.stack([tensors[i] for i in idx]).to(device))
+            feats = loaded.features(prep.batch([items[i] for i in idx]).to(device))
             for name, f in feats.items():
                 parts.setdefault(name, []).append(f.float().cpu().numpy())
             order.extend(idx)
         inverse = np.argsort(order)
         for name, chunks in parts.items():
             out.setdefault(name, []).append(np.concatenate(chunks)[inverse])
-        bar.update(len(tensors))
+        bar.update(len(items))
     bar.close()
     return {k: np.concatenate(v) for k, v in out.items()}
 

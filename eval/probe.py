@@ -70,13 +70,21 @@ def make_head(dim: int, n_classes: int, dropout: float, seed: int | None = None)
     probability p and scale the kept ones by 1/(1-p) in training, and are the identity in eval mode."""
     import torch.nn as nn
 
-    drop = nn.Dropout(dropout) if seed is None else SeededDropout(dropout, seed)
+    drop = nn.Dropout(dropout) if seed is None else SeededDropout(dropout, seed, fast=FAST_MASKS)
     return nn.Sequential(nn.BatchNorm1d(dim, affine=False), drop, nn.Linear(dim, n_classes))
 
 
-def SeededDropout(p: float, seed: int):  # noqa: N802 - a module factory (torch is imported lazily)
+GATHER_PER_BATCH = True  # each batch's rows gathered when used (stays in cache: ~3x cheaper than gathering the
+# shuffled matrix once per epoch, the reference, measured 10 vs 31 ms per epoch at 5,176 x 2,048; same rows)
+FAST_MASKS = True  # SeededDropout draws its masks as 32-bit integers (Uint32Masks): the same masks, ~2x cheaper
+
+
+def SeededDropout(p: float, seed: int, fast: bool = True):  # noqa: N802 - a module factory (torch is imported lazily)
     """Inverted dropout with masks from ``numpy.random.default_rng(seed)``: keep each element with
-    probability 1-p (a uniform float32 draw >= p) and scale kept ones by 1/(1-p); identity in eval mode."""
+    probability 1-p (a uniform float32 draw >= p) and scale kept ones by 1/(1-p); identity in eval mode.
+
+    ``fast`` draws the same masks without making the floats (:class:`Uint32Masks`, ~2x cheaper; the
+    masks were the probe's largest cost); ``fast=False`` is the reference, ``rng.random(..., float32) >= p``."""
     import torch
     import torch.nn as nn
 
@@ -84,17 +92,51 @@ def SeededDropout(p: float, seed: int):  # noqa: N802 - a module factory (torch 
         def __init__(self):
             super().__init__()
             self.p, self.rng = float(p), np.random.default_rng(seed)
+            self.masks = Uint32Masks(self.rng, self.p) if fast else None
 
         def forward(self, x):
             if not self.training or self.p == 0.0:
                 return x
-            keep = torch.from_numpy(self.rng.random(tuple(x.shape), dtype=np.float32) >= self.p)
-            return x * keep / (1.0 - self.p)
+            shape = tuple(x.shape)
+            keep = self.masks.keep(shape) if self.masks else self.rng.random(shape, dtype=np.float32) >= self.p
+            return x * torch.from_numpy(keep) / (1.0 - self.p)
 
         def extra_repr(self) -> str:
             return f"p={self.p}, numpy generator"
 
     return _SeededDropout()
+
+
+class Uint32Masks:
+    """The masks ``rng.random(shape, dtype=float32) >= p`` of a fresh ``default_rng`` (PCG64), call after
+    call, without making the floats. NumPy makes a float32 draw from one 32-bit output ``r`` as
+    ``(r >> 8) * 2**-24`` and takes 32-bit outputs as the low then the high half of each 64-bit output,
+    keeping an odd call's last half for the next call; the comparison with ``p`` is in float32. So
+    ``draw >= p`` exactly when ``r >= ceil(float32(p) * 2**24) * 256``, and the 32-bit outputs are the
+    generator's raw 64-bit outputs read as pairs (little-endian), with the left-over half kept here.
+    Checked against the float draws in tests/test_eval_fastpath.py."""
+
+    def __init__(self, rng, p: float):
+        import math
+        import sys
+
+        if sys.byteorder != "little" or type(rng.bit_generator).__name__ != "PCG64":
+            raise ValueError("Uint32Masks needs NumPy's PCG64 on a little-endian machine")
+        self.bits = rng.bit_generator
+        self.threshold = np.uint32(min(math.ceil(float(np.float32(p)) * 2 ** 24), 2 ** 24 - 1) * 256) \
+            if p > 0 else np.uint32(0)
+        self.always = float(np.float32(p)) > 1 - 2 ** -24  # every draw is below p: keep nothing
+        self.left = np.empty(0, np.uint32)
+
+    def keep(self, shape: tuple) -> np.ndarray:
+        n = int(np.prod(shape))
+        need = n - len(self.left)
+        raw = self.bits.random_raw((need + 1) // 2).view(np.uint32) if need > 0 else np.empty(0, np.uint32)
+        r = np.concatenate([self.left, raw]) if len(self.left) else raw
+        self.left = r[n:].copy()
+        if self.always:
+            return np.zeros(shape, bool)
+        return (r[:n] >= self.threshold).reshape(shape)
 
 
 def _evaluate(head, X, y, batch: int = 4096):
@@ -155,12 +197,18 @@ def _train_probe(X_train, y_train, X_val, y_val, n_classes, cfg, seed) -> ProbeF
     for epoch in range(cfg.epochs):
         head.train()
         perm = torch.randperm(n, generator=gen)
-        Xp, yp = Xt[perm], yt[perm]  # one gather per epoch; batches are then contiguous slices
+        if not GATHER_PER_BATCH:  # the reference: one gather per epoch, batches are contiguous slices
+            Xp, yp = Xt[perm], yt[perm]
         for i in range(0, n, cfg.batch_size):
             if min(cfg.batch_size, n - i) < 2:  # BatchNorm in training mode needs two samples
                 continue
+            if GATHER_PER_BATCH:
+                idx = perm[i:i + cfg.batch_size]
+                xb, yb = Xt[idx], yt[idx]
+            else:
+                xb, yb = Xp[i:i + cfg.batch_size], yp[i:i + cfg.batch_size]
             opt.zero_grad(set_to_none=True)
-            F.cross_entropy(head(Xp[i:i + cfg.batch_size]), yp[i:i + cfg.batch_size]).backward()
+            F.cross_entropy(head(xb), yb).backward()
             opt.step()
         _, vloss, vacc = _evaluate(head, Xv, yv)
         history.append({"epoch": epoch, "val_loss": vloss, "val_accuracy": vacc})

@@ -177,6 +177,8 @@ class LoadedModel:
     forward_fn: Callable | None = None  # batch -> pooled features; default module(batch)
     library_versions: dict = field(default_factory=dict)
     channels_last: bool = False
+    fast: bool = False  # extraction's fast path: uint8 preprocessing twin (eval.embeddings.preprocessor)
+    folded_bn: int = 0  # batch norms folded into their convolutions (eval.fold); 0 = the plain module
 
     def features(self, batch) -> dict:
         """``{"pooled": [B,D], <tap>: [B,C], ...}`` for a normalised batch (no grad, eval mode)."""
@@ -219,6 +221,9 @@ class LoadedModel:
             "data_config": {k: _jsonable(v) for k, v in sorted(self.data_config.items())},
             "taps": list(self.taps),
             "versions": self.library_versions,
+            # folding changes features at float rounding only, but a cache entry says which path made it;
+            # absent for the plain module, so its keys are those of earlier versions
+            **({"fold_bn": self.folded_bn} if self.folded_bn else {}),
         }
 
 
@@ -314,10 +319,15 @@ def _is_missing_weights(err: Exception) -> bool:
 
 def load_model(model: str | ModelId, weights: WeightsSpec | None = None, preprocess: str = "model",
                taps: tuple[str, ...] | list[str] = (), device: str = "cpu", hub: str = "auto",
-               kwargs: dict | None = None, channels_last: bool = True) -> LoadedModel:
+               kwargs: dict | None = None, channels_last: bool = True, fast: bool = False) -> LoadedModel:
     """Resolve ``model`` and return it frozen (eval mode, no grad) on ``device``. ``channels_last`` stores
     weights and batches in NHWC order (about 1.5x faster convolutions on CPU; same values to float
-    rounding, tested)."""
+    rounding, tested). ``fast`` folds eval-mode batch norms into the convolutions before them
+    (:mod:`eval.fold`; not for convolutions named in ``taps``, nor for models with a ``forward_fn``) and lets
+    extraction use the uint8 preprocessing twin; ``fast=False`` is the plain reference (same features to
+    float rounding, tested). Only for feature extraction: a folded module must not be trained (fine-tuning)
+    nor hooked at convolutions it was not told about (similarity's default layers); the CLI turns ``fast``
+    on for the probe and decoder commands only."""
     import torch
 
     mid = model if isinstance(model, ModelId) else ModelId.parse(model)
@@ -333,6 +343,11 @@ def load_model(model: str | ModelId, weights: WeightsSpec | None = None, preproc
         loaded = SOURCES[mid.library].load(mid, weights, kwargs, versions)
     module, data_config, eval_transform, forward_fn, weights_identity = loaded
     module = module.to(device).eval()
+    folded = 0
+    if fast and forward_fn is None:
+        from .fold import fold_batchnorm
+
+        folded = fold_batchnorm(module, keep=tuple(taps))
     if channels_last:
         module = module.to(memory_format=torch.channels_last)
     for p in module.parameters():
@@ -344,7 +359,7 @@ def load_model(model: str | ModelId, weights: WeightsSpec | None = None, preproc
         raise ZooError(f"{mid}: no sub-module named {bad} (taps); some names: {sample}")
     transform = eval_transform if preprocess == "model" else shorter_side_transform(data_config)
     return LoadedModel(mid, module, transform, data_config, preprocess, weights_identity or _weights_identity(mid, weights),
-                       tuple(taps), forward_fn, versions, channels_last)
+                       tuple(taps), forward_fn, versions, channels_last, fast, folded)
 
 
 def _weights_identity(mid: ModelId, weights: WeightsSpec) -> str:
