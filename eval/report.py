@@ -63,15 +63,7 @@ def consistency_tables(trials: pd.DataFrame, aggregation: str = "model-vs-human"
     ec, ceil = [], []
     metrics = stats.PAIR_METRICS
     used = ["task", "condition", "observer", "observer_type", "method", "seed", "model_id", "item_id", "correct"]
-    for task, t in trials[used].groupby("task"):  # only the columns read: each group is a copy
-        cond, canon = stats.condition_code_index(t["condition"])
-        drop = excl.get(task, set())
-        if drop:
-            keep = ~np.isin(canon, list(drop))[cond]
-            t, cond = t[keep], cond[keep]
-        is_h = (t["observer_type"] == "human").to_numpy(dtype=bool, na_value=False)
-        if not is_h.any():
-            continue
+    for task, t, cond, is_h in stats.task_groups(trials, used, excl):
         is_m = (t["observer_type"] == "model").to_numpy(dtype=bool, na_value=False)
         # decision makers: the humans (by observer, sorted), then the model runs (by method, observer, seed)
         hcode, humans = pd.factorize(t.loc[is_h, "observer"], sort=True)

@@ -463,6 +463,21 @@ def pair_values(counts: dict, aggregation: str = "model-vs-human") -> dict:
     return out
 
 
+def task_groups(trials: pd.DataFrame, used: list[str], excl: dict):
+    """Per task (sorted), the trials with human observers: ``(task, rows, condition codes, is_human)`` after
+    dropping the conditions ``excl[task]`` lists; ``rows`` holds only the columns ``used`` (each group is a
+    copy); tasks without any human trial are skipped. The common first step of the all-pairs tables."""
+    for task, t in trials[used].groupby("task", sort=True):
+        cond, canon = condition_code_index(t["condition"])
+        drop = excl.get(task, set())
+        if drop:
+            keep = ~np.isin(canon, list(drop))[cond]
+            t, cond = t[keep], cond[keep]
+        is_h = (t["observer_type"] == "human").to_numpy(dtype=bool, na_value=False)
+        if is_h.any():
+            yield task, t, cond, is_h
+
+
 def benchmark_tables(trials: pd.DataFrame, aggregation: str = "model-vs-human",
                      exclusions: dict | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Model-vs-human's benchmark metrics per dataset (``task``) and their mean over datasets.
@@ -482,15 +497,7 @@ def benchmark_tables(trials: pd.DataFrame, aggregation: str = "model-vs-human",
     excl = excluded_conditions(aggregation) if exclusions is None else exclusions
     rows = []
     used = ["task", "condition", "observer", "observer_type", "item_id", "correct"]
-    for task, t in trials[used].groupby("task", sort=True):  # only the columns read: each group is a copy
-        cond, canon = condition_code_index(t["condition"])
-        drop = excl.get(task, set())
-        if drop:
-            keep = ~np.isin(canon, list(drop))[cond]
-            t, cond = t[keep], cond[keep]
-        is_h = (t["observer_type"] == "human").to_numpy(dtype=bool, na_value=False)
-        if not is_h.any():
-            continue
+    for task, t, cond, is_h in task_groups(trials, used, excl):
         dm, names = pd.factorize(t["observer"], sort=True)  # -1: no observer (groupby would leave it out)
         names = [str(o) for o in names]
         ok = dm >= 0

@@ -245,6 +245,23 @@ def release_reach(line_width: int) -> float:
     return line_width / 2 + 0.45
 
 
+def _edge_rows(v: np.ndarray, size: int, reach: float):
+    """The edges of a batch of closed polygons ``v`` [B, n, 2] (x, y) and the image rows each can reach:
+    per edge (start ``ax``, ``ay``, direction ``dx``, ``dy``, squared length ``q``; edge index b·n + i) and
+    per (edge, row) entry the edge index ``e`` and the row ``y`` (rows within ``reach`` of the edge, clipped to
+    the image)."""
+    a = v.reshape(-1, 2)
+    d = (np.roll(v, -1, axis=1) - v).reshape(-1, 2)
+    ax, ay, dx, dy = a[:, 0], a[:, 1], d[:, 0], d[:, 1]
+    q = dx * dx + dy * dy
+    y0 = np.maximum(np.floor(np.minimum(ay, ay + dy) - reach), 0).astype(np.int64)
+    y1 = np.minimum(np.ceil(np.maximum(ay, ay + dy) + reach), size - 1).astype(np.int64)
+    rows = np.maximum(y1 - y0 + 1, 0)
+    e = np.repeat(np.arange(len(ax)), rows)                       # one entry per (edge, row)
+    y = np.arange(len(e)) - np.repeat(np.cumsum(rows) - rows - y0, rows)
+    return ax, ay, dx, dy, q, e, y
+
+
 def _stroke_pixels(v: np.ndarray, size: int, reach: float) -> np.ndarray:
     """int64 flat indices b·S² + y·S + x (repeats possible) of the pixels of polygon b (vertices ``v``
     [B, n, 2], x, y) whose centre lies within ``reach`` of its closed outline, for a batch of polygons at
@@ -252,18 +269,10 @@ def _stroke_pixels(v: np.ndarray, size: int, reach: float) -> np.ndarray:
     pixel within reach is among them); each candidate gets the test of :func:`release_stroke_reference`,
     operation for operation, so the pixels are the same (tested)."""
     S = size
-    B, n = v.shape[:2]
-    a = v.reshape(-1, 2)
-    d = (np.roll(v, -1, axis=1) - v).reshape(-1, 2)
-    ax, ay, dx, dy = a[:, 0], a[:, 1], d[:, 0], d[:, 1]
-    q = dx * dx + dy * dy
-    y0 = np.maximum(np.floor(np.minimum(ay, ay + dy) - reach), 0).astype(np.int64)
-    y1 = np.minimum(np.ceil(np.maximum(ay, ay + dy) + reach), S - 1).astype(np.int64)
+    n = v.shape[1]
+    ax, ay, dx, dy, q, e, y = _edge_rows(v, S, reach)
     bx0 = np.maximum(np.floor(np.minimum(ax, ax + dx) - reach), 0).astype(np.int64)
     bx1 = np.minimum(np.ceil(np.maximum(ax, ax + dx) + reach), S - 1).astype(np.int64)
-    rows = np.maximum(y1 - y0 + 1, 0)
-    e = np.repeat(np.arange(len(ax)), rows)                       # one entry per (edge, row)
-    y = np.arange(len(e)) - np.repeat(np.cumsum(rows) - rows - y0, rows)
     x0, x1 = bx0[e], bx1[e]
     ey_, steep = dy[e], dy[e] != 0.0
     with np.errstate(divide="ignore", invalid="ignore"):          # the band's columns: centre line ± half-width
@@ -294,16 +303,8 @@ def _stroke_rows(v: np.ndarray, size: int, reach: float) -> tuple[np.ndarray, np
     integer cross product reaches; an end-disc side would need a square equal to reach² − py²), while the
     floating-point error is ~1e-13 px; tested against the reference on random polygons and line widths."""
     S = size
-    B, n = v.shape[:2]
-    a = v.reshape(-1, 2)
-    d = (np.roll(v, -1, axis=1) - v).reshape(-1, 2)
-    ax, ay, dx, dy = a[:, 0], a[:, 1], d[:, 0], d[:, 1]
-    q = dx * dx + dy * dy
-    y0 = np.maximum(np.floor(np.minimum(ay, ay + dy) - reach), 0).astype(np.int64)
-    y1 = np.minimum(np.ceil(np.maximum(ay, ay + dy) + reach), S - 1).astype(np.int64)
-    rows = np.maximum(y1 - y0 + 1, 0)
-    e = np.repeat(np.arange(len(ax)), rows)
-    y = np.arange(len(e)) - np.repeat(np.cumsum(rows) - rows - y0, rows)
+    n = v.shape[1]
+    ax, ay, dx, dy, q, e, y = _edge_rows(v, S, reach)
     ax, ay, dx, dy, q = ax[e], ay[e], dx[e], dy[e], q[e]
     py = y - ay
     r2 = reach * reach
