@@ -82,10 +82,18 @@ def _fail(msg: str) -> None:
     fail(msg)
 
 
+# switches of configs/eval/common.yaml (and the commands' own): Python's truthiness would read "maybe" as on
+BOOL_SETTINGS = ("pretrained", "fast", "progress")
+
+
 def _container(cfg) -> dict:
     from render.cli import plain_config
 
-    return plain_config(cfg, "python -m eval --help")
+    c = plain_config(cfg, "python -m eval --help")
+    for key in BOOL_SETTINGS:
+        if key in c and not isinstance(c[key], bool):
+            _fail(f"{key}={c[key]!r} is not allowed (true or false)")
+    return c
 
 
 def _load(c: dict, task_kind: str = "", extraction_only: bool = False):

@@ -108,6 +108,8 @@ CASES = [
     ("eval-no-task", "eval probe model=timm:test_resnet pretrained=false task={d}/none out={d}/r1", "no such folder", "r1"),
     ("eval-dropout", "eval probe model=timm:test_resnet pretrained=false task={d}/ift out={d}/r1 probe.dropout=1.5",
      "probe.dropout=1.5 is not allowed", "r1"),
+    ("eval-switch", "eval probe model=timm:test_resnet pretrained=false task={d}/ift out={d}/r1 fast=maybe",
+     "fast='maybe' is not allowed (true or false)", "r1"),
     ("eval-unknown-key", "eval probe model=timm:test_resnet task={d}/ift out={d}/r1 frobnicate=1", "frobnicate", "r1"),
     ("eval-task-stray", "eval probe model=timm:test_resnet pretrained=false task={d}/ift_stray out={d}/r1",
      "directly in train/ (loose.png) belong to no class", "r1"),
