@@ -58,8 +58,11 @@ class LocalServer:
         import uvicorn
 
         self.port = port or free_port()
+        # keep-alive longer than any pause between a simulated participant's requests: with uvicorn's default
+        # (5 s) a loaded machine lets the server close an idle connection just as the client's pool reuses it,
+        # and the request fails with "connection reset by peer" (seen once in a full `make test`)
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
-                                                    access_log=False, backlog=2048))
+                                                    access_log=False, backlog=2048, timeout_keep_alive=120))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.timeout = timeout
 
