@@ -200,10 +200,7 @@ def label_runs(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 
     Text forms and labels are made once per distinct (identity, run) and per distinct identity, not per trial
     row (a zoo sweep has millions); :func:`label_runs_reference` is the plain twin, row by row."""
-    df = df.copy()
-    for col in IDENTITY:
-        if col not in df:
-            df[col] = ""
+    df = _identity_filled(df)
     cols = ["model_id", *IDENTITY]
     is_model = (df["observer_type"] == "model") if "observer_type" in df else pd.Series(True, index=df.index)
     models = df.loc[is_model, cols]
@@ -218,6 +215,22 @@ def label_runs(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         lab = dict(zip(ident[cols].astype(str).agg("\x1f".join, axis=1), ident["observer"]))
         df.loc[is_model, "observer"] = key.map(lab).to_numpy()[code]
     return df, ident[["model_id", "observer", *IDENTITY, "runs", "mixed"]]
+
+
+def _identity_filled(df: pd.DataFrame) -> pd.DataFrame:
+    """A copy with every identity field present and filled: an absent column and an empty value (<NA>) both
+    read as "" (not recorded), so such rows still get an observer label instead of dropping silently out of
+    every statistic (grouping skips missing keys). A model row (``observer_type``) without a ``model_id`` is an
+    error."""
+    df = df.copy()
+    for col in IDENTITY:
+        df[col] = df[col].fillna("") if col in df else ""
+    if "model_id" in df and "observer_type" in df:  # (without observer_type a row may be a human's)
+        bad = df.index[(df["observer_type"] == "model") & (df["model_id"].isna() | (df["model_id"].astype(str) == ""))]
+        if len(bad):
+            raise ResultsError(f"{len(bad)} model trial row(s) have no model_id (first: row {bad[0]}); "
+                               "every model result must name its model")
+    return df
 
 
 def _identity_table(runs: pd.DataFrame, cols: list) -> pd.DataFrame:
@@ -237,10 +250,7 @@ def _identity_table(runs: pd.DataFrame, cols: list) -> pd.DataFrame:
 
 def label_runs_reference(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The plain twin of :func:`label_runs`: every trial row's text key built and looked up."""
-    df = df.copy()
-    for col in IDENTITY:
-        if col not in df:
-            df[col] = ""
+    df = _identity_filled(df)
     cols = ["model_id", *IDENTITY]
     models = df[df["observer_type"] == "model"] if "observer_type" in df else df
     ident = _identity_table(models[cols + ["run_id"]].astype(str), cols)

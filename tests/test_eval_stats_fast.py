@@ -142,3 +142,22 @@ def test_label_runs_equals_its_row_by_row_twin():
     summary = t.drop(columns=["observer", "observer_type"]).drop_duplicates("run_id")  # no observer_type column
     for a, b in zip(label_runs(summary), label_runs_reference(summary)):
         pd.testing.assert_frame_equal(a, b, check_exact=True)
+
+
+def test_a_missing_identity_value_keeps_the_row_and_a_missing_model_id_is_an_error():
+    """A model row whose identity field is empty (<NA>) reads like an absent column (""): it keeps its
+    observer label and its trials, where grouping on the missing key used to drop them silently out of every
+    statistic. A model row without a model id cannot be attributed: a clear error."""
+    from eval.results import ResultsError, label_runs, label_runs_reference
+
+    t = _sweep()
+    one = t.index[t["observer_type"] == "model"][:7]
+    t.loc[one, "weights"] = pd.NA
+    for fn in (label_runs, label_runs_reference):
+        out, ident = fn(t)
+        assert out["observer"].notna().all() and len(out) == len(t)
+        assert (out.loc[one, "weights"] == "").all() and (ident["weights"] == "").any()
+    t.loc[one[:2], "model_id"] = pd.NA
+    for fn in (label_runs, label_runs_reference):
+        with pytest.raises(ResultsError, match=r"2 model trial row\(s\) have no model_id"):
+            fn(t)
