@@ -113,7 +113,7 @@ def test_ball_clearing_an_edge_by_less_than_the_clearance_is_partial_and_well_cl
     # a wall 0.3 m in front of the ball (r = 9 cm), its edge 8 cm beside the line of sight: the ball itself is
     # (almost) all in view from the whole lens, so rule v2.0 calls it visible, yet the gap between the ball and
     # the edge, seen from the observer, is under a tenth of the ball's radius (a knife edge no person can judge
-    # from a 256-px image). Rule v3.0 asks the ball's clearance disc (1.5 radii) to be in view: partial.
+    # from a 256-px image). Rule v3.x asks the ball's clearance disc (2 radii by default) to be in view: partial.
     near = _scene(_side_wall(0.08))
     fr2, lab2 = _label(near, rules=V2)
     assert lab2 == (1, "visible") and fr2.min() < 1.0  # the edge grazes the ball from some rim point
@@ -183,7 +183,7 @@ def test_vpt_label_records_min_and_max_in_the_labels_table():
     assert lab["visible_fraction_min"] <= lab["visible_fraction_raycast"] <= lab["visible_fraction_max"]
     df = labels_table([{**lab, "label_rule_version": LABEL_RULE_VERSION}])
     assert {"visible_fraction_min", "visible_fraction_max"} <= set(df.columns)
-    assert df.visible_fraction_min.dtype == "float64" and df.label_rule_version[0] == "3.0"
+    assert df.visible_fraction_min.dtype == "float64" and df.label_rule_version[0] == "3.1"
 
 
 def test_depth_labels_unchanged_in_definition():

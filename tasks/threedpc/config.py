@@ -46,6 +46,8 @@ class BuildConfig:
     human_n: images in the balanced human-test subset (from the test split, balanced jointly on the
         VPT × depth labels).
     strategy_steps: images per VPT-Strategy scene (the props move together past the occluder).
+    strategy_tries: attempts at a VPT-Strategy sequence (a new path each), split evenly over the five prop
+        heights; with rule v3.1's clearance disc of 2 ball radii the ten catalogue _04 scenes need up to 97.
     audit: gates of the shortcut audit run on every build (tasks/threedpc/shortcuts.py); not part of the
         dataset's identity (changing a gate re-audits, it does not rebuild).
     """
@@ -82,6 +84,8 @@ class BuildConfig:
     audit: AuditConfig = AuditConfig()
     workers: int = field(2, "processes building scenes", range=(1, math.inf))
     max_placement_tries: int = field(40, "sampling attempts per placement")
+    strategy_tries: int = field(240, "attempts at a VPT-Strategy sequence, spread over the five prop heights",
+                                range=(5, math.inf))
     overwrite: bool = field(False, "replace a different build in out (only the files Vantage wrote)")
 
     def split_of(self, scene: str) -> str:
