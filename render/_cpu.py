@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 import time
 import types
 
@@ -313,8 +314,12 @@ def _bin_scatter(rec, radii, lo, hi, width, height, n_chunks, active, offsets, i
 
 def _gather(rec, radii, order, packed, pradii):
     """packed[k] = rec[order[k]] (and radii): the kept Gaussians in depth order, contiguous for compositing."""
-    for k in nb.prange(order.shape[0]):
+    m = order.shape[0]
+    for k in nb.prange(m):
         g = order[k]
+        if PREFETCH_AHEAD > 0 and k + 2 * PREFETCH_AHEAD < m:  # scattered reads of rec: ask ahead
+            _prefetch_row(rec, order[k + 2 * PREFETCH_AHEAD])
+            _prefetch_row(radii, order[k + 2 * PREFETCH_AHEAD])
         for f in range(REC):
             packed[k, f] = rec[g, f]
         pradii[k, 0] = radii[g, 0]
@@ -501,12 +506,14 @@ def _radix_argsort(keys):
     return idx
 
 
-def sort_and_pack(rec, radii, parallel: bool = True):
-    """(order [M] int64, packed [M, REC] = rec[order], pradii [M, 2]): the kept Gaussians by (z, index)."""
+def sort_and_pack(rec, radii, parallel: bool = True, reuse: bool = False):
+    """(order [M] int64, packed [M, REC] = rec[order], pradii [M, 2]): the kept Gaussians by (z, index).
+    ``reuse``: packed and pradii are this thread's scratch arrays (:func:`scratch`), valid until its next
+    frame."""
     order = depth_order(rec, radii)
     m = order.shape[0]
-    packed = np.empty((m, REC), np.float64)
-    pradii = np.empty((m, 2), np.int32)
+    packed = scratch("packed", (m, REC), np.float64) if reuse else np.empty((m, REC), np.float64)
+    pradii = scratch("pradii", (m, 2), np.int32) if reuse else np.empty((m, 2), np.int32)
     (PARALLEL if parallel else SERIAL)["_gather"](rec, radii, order, packed, pradii)
     return order, packed, pradii
 
@@ -594,11 +601,28 @@ def _tiles_of(rec, radii, g, width, height):
     return out
 
 
-def project(scene, camera, near: float = NEAR, far: float = FAR, parallel: bool = True):
-    """Stage 1 → (rec [N, REC] float64, radii [N, 2] int32; radii 0 marks a culled Gaussian)."""
+_SCRATCH = threading.local()
+
+
+def scratch(name: str, shape: tuple, dtype) -> np.ndarray:
+    """This thread's scratch array ``name`` as a C-contiguous view of ``shape`` (contents undefined), kept
+    from frame to frame: the per-frame records (tens of MB for 300k Gaussians) are then written into pages
+    already mapped instead of freshly faulted-in ones (a few ms of kernel time per frame). Grows, never
+    shrinks; one set per thread (``splat_frames`` renders one frame per thread)."""
+    arrays = _SCRATCH.__dict__.setdefault("arrays", {})
+    need = int(np.prod(shape))
+    a = arrays.get(name)
+    if a is None or a.dtype != np.dtype(dtype) or a.size < need:
+        a = arrays[name] = np.empty(need, dtype)
+    return a[:need].reshape(shape)
+
+
+def project(scene, camera, near: float = NEAR, far: float = FAR, parallel: bool = True, reuse: bool = False):
+    """Stage 1 → (rec [N, REC] float64, radii [N, 2] int32; radii 0 marks a culled Gaussian, whose rec row
+    is left undefined). ``reuse``: rec and radii are this thread's scratch arrays (:func:`scratch`)."""
     n = len(scene)
-    rec = np.zeros((n, REC), np.float64)
-    radii = np.zeros((n, 2), np.int32)
+    rec = scratch("rec", (n, REC), np.float64) if reuse else np.zeros((n, REC), np.float64)
+    radii = scratch("radii", (n, 2), np.int32) if reuse else np.zeros((n, 2), np.int32)
     (PARALLEL if parallel else SERIAL)["_project"](
         scene.means, scene.quats, scene.log_scales, scene.opacity_logits, scene.sh,
         np.ascontiguousarray(camera.w2c, np.float64), float(camera.fx), float(camera.fy), float(camera.cx),
@@ -620,9 +644,9 @@ def render_cpu(scene, camera, background: np.ndarray, depth_limit: np.ndarray | 
     w, h = int(camera.width), int(camera.height)
     k = PARALLEL if parallel else SERIAL
     clock = [time.perf_counter()]
-    rec, radii = project(scene, camera, near, far, parallel)
+    rec, radii = project(scene, camera, near, far, parallel, reuse=True)
     clock.append(time.perf_counter())
-    order, packed, pradii = sort_and_pack(rec, radii, parallel)
+    order, packed, pradii = sort_and_pack(rec, radii, parallel, reuse=True)
     del rec, radii
     clock.append(time.perf_counter())
     t_bin = t_comp = 0.0
