@@ -73,6 +73,10 @@ BIN_CHUNKS = 16
 SLAB_FIRST = 16
 SLAB_MIN = 32768
 SLAB_KEEP_GOING = 0.1
+# Depth sort digits: 6 x 11 bits cover a float64's 64
+RADIX_BITS = 11
+RADIX_PASSES = 6
+RADIX_BUCKETS = 1 << RADIX_BITS
 
 # Packed record layout (float64): x, y, A, B, C, opacity, r, g, b, depth, σ cut, det(conic)
 REC = 12
@@ -478,29 +482,34 @@ def depth_order(rec, radii, radix: bool = True) -> np.ndarray:
 
 @nb.njit(cache=True, nogil=True)
 def _radix_argsort(keys):
-    """Stable argsort of uint64 ``keys`` (LSD radix, four 16-bit digits; a digit all keys share is skipped)."""
+    """Stable argsort of uint64 ``keys`` (LSD radix, six 11-bit digits, all six histograms counted in one
+    read of the keys; a digit all keys share is skipped). 11-bit digits keep the 2048 write positions of a
+    pass in cache (16-bit ones scattered each pass over 65536: 17% slower on 177k depths)."""
     n = keys.shape[0]
+    mask = np.uint64(RADIX_BUCKETS - 1)
+    count = np.zeros((RADIX_PASSES, RADIX_BUCKETS + 1), np.int64)
+    for i in range(n):
+        k = keys[i]
+        for p in range(RADIX_PASSES):
+            count[p, np.int64((k >> np.uint64(RADIX_BITS * p)) & mask) + 1] += 1
     idx = np.arange(n)
     key = keys.copy()
     idx2 = np.empty(n, np.int64)
     key2 = np.empty(n, np.uint64)
-    count = np.empty(65537, np.int64)
-    mask = np.uint64(0xFFFF)
-    for p in range(4):
-        shift = np.uint64(16 * p)
-        count[:] = 0
-        for i in range(n):
-            count[np.int64((key[i] >> shift) & mask) + 1] += 1
-        if count.max() == n:
+    for p in range(RADIX_PASSES):
+        c = count[p]
+        if c.max() == n:
             continue
-        for d in range(65536):
-            count[d + 1] += count[d]
+        for d in range(RADIX_BUCKETS):
+            c[d + 1] += c[d]
+        shift = np.uint64(RADIX_BITS * p)
         for i in range(n):
-            d = np.int64((key[i] >> shift) & mask)
-            pos = count[d]
-            count[d] = pos + 1
+            kk = key[i]
+            d = np.int64((kk >> shift) & mask)
+            pos = c[d]
+            c[d] = pos + 1
             idx2[pos] = idx[i]
-            key2[pos] = key[i]
+            key2[pos] = kk
         idx, idx2 = idx2, idx
         key, key2 = key2, key
     return idx
