@@ -7,11 +7,12 @@ accumulation in float32.
 
 Pipeline (three passes over the Gaussians, none serial)
 1. ``_project`` (parallel over Gaussians): activation, EWA projection, dilation, conic, per-axis
-   radii, view-dependent colour, culling. Writes a packed float64 record per Gaussian.
+   radii, view-dependent colour, culling. Writes a packed float64 record per Gaussian (into per-thread
+   scratch arrays kept between frames, :func:`scratch`).
 2. Binning (``bin_tiles``): one stable sort of the kept Gaussians by camera z (a compiled radix sort of the
    depths' bit patterns, equal to numpy's stable argsort: ``depth_order``) and a parallel
    gather of their records in that order (``packed``: compositing then reads each tile's Gaussians at
-   ascending addresses); ``_bin_count`` (parallel over fixed chunks of ``packed``) counts each chunk's
+   ascending addresses; the gather's scattered reads are prefetched); ``_bin_count`` (parallel over fixed chunks of ``packed``) counts each chunk's
    tile overlaps; a prefix sum over (tile, chunk) gives every chunk its slot in every tile;
    ``_bin_scatter`` (parallel over chunks) writes the indices. Each tile's list is therefore in
    (z, input index) order with no per-tile sort — exactly what the plain twin :func:`bin_reference`
@@ -22,8 +23,12 @@ Pipeline (three passes over the Gaussians, none serial)
    (Listing a tile only where the α ≥ 1/255 ellipse meets it was tried: it dropped 17% of the overlaps
    of a trained-like scene but cost more than it saved.)
 3. ``_composite`` (parallel over tiles): front to back over the tile's Gaussians, each touching only the
-   pixel centres of its row-by-row α ≥ 1/255 span inside its bounding box, with early termination per
-   pixel and per tile.
+   pixel centres of its row-by-row α ≥ 1/255 span inside its bounding box (span coefficients once per
+   Gaussian and tile, no division per row; rows whose pixels have all terminated skipped), with early
+   termination per pixel and per tile. A tile's records lie scattered over ``packed`` (tens of MB), so a
+   tile used to wait on memory at each Gaussian: the record and radii ``PREFETCH_AHEAD`` Gaussians ahead
+   are requested early (``_prefetch_row``, a hint that changes no value). The depth-limit test comes
+   before the exp. With ``cull=False`` the loop is the plain per-pixel rule these are tested against.
 
 Each stage is compiled twice: ``parallel=True`` (tiles and Gaussians over the cores, for one frame at a
 time) and serial with ``nogil=True`` (one frame per thread, for many small frames: :func:`render.splat_many`).
