@@ -24,7 +24,8 @@ Pipeline (three passes over the Gaussians, none serial)
    of a trained-like scene but cost more than it saved.)
 3. ``_composite`` (parallel over tiles): front to back over the tile's Gaussians, each touching only the
    pixel centres of its row-by-row α ≥ 1/255 span inside its bounding box (span coefficients once per
-   Gaussian and tile, no division per row; rows whose pixels have all terminated skipped), with early
+   Gaussian and tile, no division per row; clipped to the row's first..last pixel not yet terminated,
+   rows whose pixels have all terminated skipped), with early
    termination per pixel and per tile. A tile's records lie scattered over ``packed`` (tens of MB), so a
    tile used to wait on memory at each Gaussian: the record and radii ``PREFETCH_AHEAD`` Gaussians ahead
    are requested early (``_prefetch_row``, a hint that changes no value). The depth-limit test comes
@@ -363,6 +364,8 @@ def _composite(rec, radii, tile_start, ids, width, height, depth_limit, use_limi
         done = np.ones((TILE, TILE), np.bool_)
         limit = np.full((TILE, TILE), np.inf, np.float32)
         alive = np.zeros(TILE, np.int64)  # pixels of each row not yet terminated
+        first = np.zeros(TILE, np.int64)  # each row's first and last pixel not yet terminated
+        last = np.full(TILE, -1, np.int64)
         n_done = 0
         for i in range(nr):
             for j in range(nc):
@@ -375,6 +378,13 @@ def _composite(rec, radii, tile_start, ids, width, height, depth_limit, use_limi
                 alive[i] += 1 - done[i, j]
                 if use_limit:
                     limit[i, j] = depth_limit[r0 + i, c0 + j]
+        for i in range(nr):
+            first[i] = 0
+            while first[i] < nc and done[i, first[i]]:
+                first[i] += 1
+            last[i] = nc - 1
+            while last[i] >= 0 and done[i, last[i]]:
+                last[i] -= 1
         n_pix = nr * nc
         for k in range(tile_start[t], tile_start[t + 1]):
             g = ids[k]
@@ -397,7 +407,8 @@ def _composite(rec, radii, tile_start, ids, width, height, depth_limit, use_limi
                 if cull:
                     if alive[i] == 0:  # every pixel of this row has terminated
                         continue
-                    ja, jb = _row_span(ucm, dy, cba, w2, q, j0, j1)
+                    # the span, clipped to the row's first and last pixel not yet terminated
+                    ja, jb = _row_span(ucm, dy, cba, w2, q, max(j0, first[i]), min(j1, last[i]))
                 for j in range(ja, jb + 1):
                     # (with cull, the depth-limit test first: it saves the exp behind a mesh)
                     if done[i, j] or (cull and z > limit[i, j]):
@@ -415,6 +426,10 @@ def _composite(rec, radii, tile_start, ids, width, height, depth_limit, use_limi
                         done[i, j] = True
                         n_done += 1
                         alive[i] -= 1
+                        while first[i] <= last[i] and done[i, first[i]]:
+                            first[i] += 1
+                        while last[i] >= first[i] and done[i, last[i]]:
+                            last[i] -= 1
                         continue
                     w = a * tt
                     acc[i, j, 0] += cr * w
