@@ -12,8 +12,8 @@ Pipeline (three passes over the Gaussians, none serial)
 2. Binning (``bin_tiles``): one stable sort of the kept Gaussians by camera z (a compiled radix sort of the
    depths' bit patterns, equal to numpy's stable argsort: ``depth_order``) and a parallel
    gather of their records in that order (``packed``: compositing then reads each tile's Gaussians at
-   ascending addresses; the gather's scattered reads are prefetched); ``_bin_count`` (parallel over fixed chunks of ``packed``) counts each chunk's
-   tile overlaps; a prefix sum over (tile, chunk) gives every chunk its slot in every tile;
+   ascending addresses; the gather's scattered reads are prefetched); ``_bin_count`` (parallel over
+   fixed chunks of ``packed``) counts each chunk's tile overlaps; a prefix sum over (tile, chunk) gives every chunk its slot in every tile;
    ``_bin_scatter`` (parallel over chunks) writes the indices. Each tile's list is therefore in
    (z, input index) order with no per-tile sort — exactly what the plain twin :func:`bin_reference`
    (a global stable sort, then appending to tiles one Gaussian at a time) gives; tested equal.
