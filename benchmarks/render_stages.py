@@ -16,9 +16,11 @@ kernels).
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib.util
 import os
 import pickle
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -39,7 +41,9 @@ def load_rev(rev: str):
     """``render/_cpu.py`` of git revision ``rev`` as module ``render._cpu_at_rev``."""
     src = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:render/_cpu.py"], capture_output=True,
                          text=True, check=True).stdout
-    path = Path(tempfile.mkdtemp(prefix="vantage_stages_")) / "_cpu_at_rev.py"
+    folder = tempfile.mkdtemp(prefix="vantage_stages_")
+    atexit.register(shutil.rmtree, folder, True)
+    path = Path(folder) / "_cpu_at_rev.py"
     path.write_text(src)
     spec = importlib.util.spec_from_file_location("render._cpu_at_rev", path)
     mod = importlib.util.module_from_spec(spec)
