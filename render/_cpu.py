@@ -7,12 +7,13 @@ accumulation in float32.
 
 Pipeline (three passes over the Gaussians, none serial)
 1. ``_project`` (parallel over Gaussians): activation, EWA projection, dilation, conic, per-axis
-   radii, view-dependent colour, culling. Writes a packed float64 record per Gaussian.
+   radii, view-dependent colour, culling. Writes a packed float64 record per Gaussian (into per-thread
+   scratch arrays kept between frames, :func:`scratch`).
 2. Binning (``bin_tiles``): one stable sort of the kept Gaussians by camera z (a compiled radix sort of the
    depths' bit patterns, equal to numpy's stable argsort: ``depth_order``) and a parallel
    gather of their records in that order (``packed``: compositing then reads each tile's Gaussians at
-   ascending addresses); ``_bin_count`` (parallel over fixed chunks of ``packed``) counts each chunk's
-   tile overlaps; a prefix sum over (tile, chunk) gives every chunk its slot in every tile;
+   ascending addresses; the gather's scattered reads are prefetched); ``_bin_count`` (parallel over
+   fixed chunks of ``packed``) counts each chunk's tile overlaps; a prefix sum over (tile, chunk) gives every chunk its slot in every tile;
    ``_bin_scatter`` (parallel over chunks) writes the indices. Each tile's list is therefore in
    (z, input index) order with no per-tile sort — exactly what the plain twin :func:`bin_reference`
    (a global stable sort, then appending to tiles one Gaussian at a time) gives; tested equal.
@@ -22,8 +23,13 @@ Pipeline (three passes over the Gaussians, none serial)
    (Listing a tile only where the α ≥ 1/255 ellipse meets it was tried: it dropped 17% of the overlaps
    of a trained-like scene but cost more than it saved.)
 3. ``_composite`` (parallel over tiles): front to back over the tile's Gaussians, each touching only the
-   pixel centres of its row-by-row α ≥ 1/255 span inside its bounding box, with early termination per
-   pixel and per tile.
+   pixel centres of its row-by-row α ≥ 1/255 span inside its bounding box (span coefficients once per
+   Gaussian and tile, no division per row; clipped to the row's first..last pixel not yet terminated,
+   rows whose pixels have all terminated skipped), with early
+   termination per pixel and per tile. A tile's records lie scattered over ``packed`` (tens of MB), so a
+   tile used to wait on memory at each Gaussian: the record and radii ``PREFETCH_AHEAD`` Gaussians ahead
+   are requested early (``_prefetch_row``, a hint that changes no value). The depth-limit test comes
+   before the exp. With ``cull=False`` the loop is the plain per-pixel rule these are tested against.
 
 Each stage is compiled twice: ``parallel=True`` (tiles and Gaussians over the cores, for one frame at a
 time) and serial with ``nogil=True`` (one frame per thread, for many small frames: :func:`render.splat_many`).
@@ -34,6 +40,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 import time
 import types
 
@@ -45,6 +52,10 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numba as nb  # noqa: E402
 import numpy as np
+from llvmlite import ir
+from numba import types as nbtypes
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from scenes.sh import C0, C1, C2, C3
 
@@ -68,9 +79,43 @@ BIN_CHUNKS = 16
 SLAB_FIRST = 16
 SLAB_MIN = 32768
 SLAB_KEEP_GOING = 0.1
+# Depth sort digits: 6 x 11 bits cover a float64's 64
+RADIX_BITS = 11
+RADIX_PASSES = 6
+RADIX_BUCKETS = 1 << RADIX_BITS
 
 # Packed record layout (float64): x, y, A, B, C, opacity, r, g, b, depth, σ cut, det(conic)
 REC = 12
+
+# Compositing reads each tile's Gaussians from ``packed`` at ascending but scattered addresses (tens of MB,
+# far beyond the caches), so a tile waited on memory at every Gaussian: its record and radii are requested
+# this many Gaussians ahead (a prefetch hint; changes no value). 0 turns it off.
+PREFETCH_AHEAD = 8
+
+
+@intrinsic
+def _prefetch_row(typingctx, arr, idx):
+    """Hint the CPU to fetch row ``idx`` of the C-contiguous 2D array ``arr`` into cache (its first and last
+    element: a row of ``packed`` spans two cache lines). No effect on any value (``llvm.prefetch``)."""
+    sig = nbtypes.void(arr, idx)
+
+    def codegen(context, builder, signature, args):
+        aryty = signature.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        row = context.cast(builder, args[1], signature.args[1], nbtypes.intp)
+        i8p = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]),
+                                            "llvm.prefetch.p0i8")
+        last = builder.sub(cgutils.unpack_tuple(builder, ary.shape, 2)[1], context.get_constant(nbtypes.intp, 1))
+        for col in (context.get_constant(nbtypes.intp, 0), last):
+            ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [row, col], wraparound=False)
+            # read, high temporal locality (keep in all cache levels), data cache
+            builder.call(fn, [builder.bitcast(ptr, i8p), ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
 
 # scalars, so numba freezes them into the kernel as constants
 C20, C21, C22, C23, C24 = C2
@@ -207,20 +252,27 @@ def _pixel_range(centre, radius, size):
     return j0, j1
 
 
-def _row_span(u, dy, ca, cb, cut, detq, jlo, jhi):
+def _span_coefficients(ca, cb, cut, detq):
+    """Per-Gaussian constants of :func:`_row_span`: (B/A, 2·cut/A, det/A²) of the conic (A > 0)."""
+    ica = 1.0 / ca
+    return cb * ica, 2.0 * cut * ica, detq * ica * ica
+
+
+def _row_span(ucm, dy, cba, w2, q, jlo, jhi):
     """Pixel columns j in [jlo, jhi] whose centre may satisfy σ ≤ cut on the row at offset dy = v − row centre.
 
-    σ(dx) = ½(A dx² + C dy²) + B dx dy ≤ cut  ⇔  dx ∈ [(−B dy − √D)/A, (−B dy + √D)/A] with
-    D = 2·A·cut − det·dy² (det = AC − B² of the conic); the pixel centre is u − dx. Returns (j0, j1), empty
-    when j0 > j1."""
-    disc = 2.0 * ca * cut - detq * dy * dy
-    if disc < 0.0:
+    σ(dx) = ½(A dx² + C dy²) + B dx dy ≤ cut  ⇔  dx ∈ −(B/A)·dy ± √(2·cut/A − (det/A²)·dy²) (det = AC − B²
+    of the conic); the pixel centre j + 0.5 is u − dx, so j ∈ ucm + (B/A)·dy ± √(…) with ucm = u − c0 − ½
+    (``cba``, ``w2``, ``q`` from :func:`_span_coefficients`, once per Gaussian and tile: no division
+    per row). Rounding moves the bounds by ~1e-16 relative, far inside the SPAN_SLACK and CUT_MARGIN
+    margins. Returns (j0, j1), empty when j0 > j1."""
+    h2 = w2 - q * dy * dy
+    if h2 < 0.0:
         return 1, 0
-    sq = math.sqrt(disc)
-    lo = (-cb * dy - sq) / ca  # dx bounds
-    hi = (-cb * dy + sq) / ca
-    j0 = max(int(math.ceil(u - hi - 0.5 - SPAN_SLACK)), jlo)
-    j1 = min(int(math.floor(u - lo - 0.5 + SPAN_SLACK)), jhi)
+    half = math.sqrt(h2)
+    cen = ucm + cba * dy
+    j0 = max(int(math.ceil(cen - half - SPAN_SLACK)), jlo)
+    j1 = min(int(math.floor(cen + half + SPAN_SLACK)), jhi)
     return j0, j1
 
 
@@ -272,8 +324,12 @@ def _bin_scatter(rec, radii, lo, hi, width, height, n_chunks, active, offsets, i
 
 def _gather(rec, radii, order, packed, pradii):
     """packed[k] = rec[order[k]] (and radii): the kept Gaussians in depth order, contiguous for compositing."""
-    for k in nb.prange(order.shape[0]):
+    m = order.shape[0]
+    for k in nb.prange(m):
         g = order[k]
+        if PREFETCH_AHEAD > 0 and k + 2 * PREFETCH_AHEAD < m:  # scattered reads of rec: ask ahead
+            _prefetch_row(rec, order[k + 2 * PREFETCH_AHEAD])
+            _prefetch_row(radii, order[k + 2 * PREFETCH_AHEAD])
         for f in range(REC):
             packed[k, f] = rec[g, f]
         pradii[k, 0] = radii[g, 0]
@@ -307,6 +363,9 @@ def _composite(rec, radii, tile_start, ids, width, height, depth_limit, use_limi
         med = np.full((TILE, TILE), np.inf, np.float32)
         done = np.ones((TILE, TILE), np.bool_)
         limit = np.full((TILE, TILE), np.inf, np.float32)
+        alive = np.zeros(TILE, np.int64)  # pixels of each row not yet terminated
+        first = np.zeros(TILE, np.int64)  # each row's first and last pixel not yet terminated
+        last = np.full(TILE, -1, np.int64)
         n_done = 0
         for i in range(nr):
             for j in range(nc):
@@ -316,11 +375,22 @@ def _composite(rec, radii, tile_start, ids, width, height, depth_limit, use_limi
                 med[i, j] = med_img[r0 + i, c0 + j]
                 done[i, j] = done_img[r0 + i, c0 + j]
                 n_done += done[i, j]
+                alive[i] += 1 - done[i, j]
                 if use_limit:
                     limit[i, j] = depth_limit[r0 + i, c0 + j]
+        for i in range(nr):
+            first[i] = 0
+            while first[i] < nc and done[i, first[i]]:
+                first[i] += 1
+            last[i] = nc - 1
+            while last[i] >= 0 and done[i, last[i]]:
+                last[i] -= 1
         n_pix = nr * nc
         for k in range(tile_start[t], tile_start[t + 1]):
             g = ids[k]
+            if cull and PREFETCH_AHEAD > 0 and k + PREFETCH_AHEAD < tile_start[t + 1]:
+                _prefetch_row(rec, ids[k + PREFETCH_AHEAD])
+                _prefetch_row(radii, ids[k + PREFETCH_AHEAD])
             u, v = rec[g, 0], rec[g, 1]
             # pixel centres (j + 0.5) inside [u - rx, u + rx], clipped to the tile
             j0 = max(int(math.ceil(u - radii[g, 0] - 0.5)) - c0, 0)
@@ -328,15 +398,20 @@ def _composite(rec, radii, tile_start, ids, width, height, depth_limit, use_limi
             i0 = max(int(math.ceil(v - radii[g, 1] - 0.5)) - r0, 0)
             i1 = min(int(math.floor(v + radii[g, 1] - 0.5)) - r0, nr - 1)
             ca, cb, cc, op, z = rec[g, 2], rec[g, 3], rec[g, 4], rec[g, 5], rec[g, 9]
-            cut, detq = rec[g, 10], rec[g, 11]
             cr, cg, cbl, zf = np.float32(rec[g, 6]), np.float32(rec[g, 7]), np.float32(rec[g, 8]), np.float32(z)
+            cba, w2, q = _span_coefficients(ca, cb, rec[g, 10], rec[g, 11])
+            ucm = u - c0 - 0.5
             for i in range(i0, i1 + 1):
-                dy = v - (r0 + i + 0.5)
                 ja, jb = j0, j1
+                dy = v - (r0 + i + 0.5)
                 if cull:
-                    ja, jb = _row_span(u - c0, dy, ca, cb, cut, detq, j0, j1)
+                    if alive[i] == 0:  # every pixel of this row has terminated
+                        continue
+                    # the span, clipped to the row's first and last pixel not yet terminated
+                    ja, jb = _row_span(ucm, dy, cba, w2, q, max(j0, first[i]), min(j1, last[i]))
                 for j in range(ja, jb + 1):
-                    if done[i, j]:
+                    # (with cull, the depth-limit test first: it saves the exp behind a mesh)
+                    if done[i, j] or (cull and z > limit[i, j]):
                         continue
                     dx = u - (c0 + j + 0.5)
                     sigma = 0.5 * (ca * dx * dx + cc * dy * dy) + cb * dx * dy
@@ -350,6 +425,11 @@ def _composite(rec, radii, tile_start, ids, width, height, depth_limit, use_limi
                     if next_t <= T_STOP:
                         done[i, j] = True
                         n_done += 1
+                        alive[i] -= 1
+                        while first[i] <= last[i] and done[i, first[i]]:
+                            first[i] += 1
+                        while last[i] >= first[i] and done[i, last[i]]:
+                            last[i] -= 1
                         continue
                     w = a * tt
                     acc[i, j, 0] += cr * w
@@ -385,6 +465,7 @@ def _finish(T_img, acc_img, background, rgb, alpha, exp_depth):
 # Helpers are inlined into both compilations; each stage is compiled parallel and serial (nogil).
 _m_row = nb.njit(inline="always", cache=True)(_m_row)
 _pixel_range = nb.njit(inline="always", cache=True)(_pixel_range)
+_span_coefficients = nb.njit(inline="always", cache=True)(_span_coefficients)
 _row_span = nb.njit(inline="always", cache=True)(_row_span)
 _tile_rows = nb.njit(inline="always", cache=True)(_tile_rows)
 _tile_cols = nb.njit(inline="always", cache=True)(_tile_cols)
@@ -421,40 +502,47 @@ def depth_order(rec, radii, radix: bool = True) -> np.ndarray:
 
 @nb.njit(cache=True, nogil=True)
 def _radix_argsort(keys):
-    """Stable argsort of uint64 ``keys`` (LSD radix, four 16-bit digits; a digit all keys share is skipped)."""
+    """Stable argsort of uint64 ``keys`` (LSD radix, six 11-bit digits, all six histograms counted in one
+    read of the keys; a digit all keys share is skipped). 11-bit digits keep the 2048 write positions of a
+    pass in cache (16-bit ones scattered each pass over 65536: 17% slower on 177k depths)."""
     n = keys.shape[0]
+    mask = np.uint64(RADIX_BUCKETS - 1)
+    count = np.zeros((RADIX_PASSES, RADIX_BUCKETS + 1), np.int64)
+    for i in range(n):
+        k = keys[i]
+        for p in range(RADIX_PASSES):
+            count[p, np.int64((k >> np.uint64(RADIX_BITS * p)) & mask) + 1] += 1
     idx = np.arange(n)
     key = keys.copy()
     idx2 = np.empty(n, np.int64)
     key2 = np.empty(n, np.uint64)
-    count = np.empty(65537, np.int64)
-    mask = np.uint64(0xFFFF)
-    for p in range(4):
-        shift = np.uint64(16 * p)
-        count[:] = 0
-        for i in range(n):
-            count[np.int64((key[i] >> shift) & mask) + 1] += 1
-        if count.max() == n:
+    for p in range(RADIX_PASSES):
+        c = count[p]
+        if c.max() == n:
             continue
-        for d in range(65536):
-            count[d + 1] += count[d]
+        for d in range(RADIX_BUCKETS):
+            c[d + 1] += c[d]
+        shift = np.uint64(RADIX_BITS * p)
         for i in range(n):
-            d = np.int64((key[i] >> shift) & mask)
-            pos = count[d]
-            count[d] = pos + 1
+            kk = key[i]
+            d = np.int64((kk >> shift) & mask)
+            pos = c[d]
+            c[d] = pos + 1
             idx2[pos] = idx[i]
-            key2[pos] = key[i]
+            key2[pos] = kk
         idx, idx2 = idx2, idx
         key, key2 = key2, key
     return idx
 
 
-def sort_and_pack(rec, radii, parallel: bool = True):
-    """(order [M] int64, packed [M, REC] = rec[order], pradii [M, 2]): the kept Gaussians by (z, index)."""
+def sort_and_pack(rec, radii, parallel: bool = True, reuse: bool = False):
+    """(order [M] int64, packed [M, REC] = rec[order], pradii [M, 2]): the kept Gaussians by (z, index).
+    ``reuse``: packed and pradii are this thread's scratch arrays (:func:`scratch`), valid until its next
+    frame."""
     order = depth_order(rec, radii)
     m = order.shape[0]
-    packed = np.empty((m, REC), np.float64)
-    pradii = np.empty((m, 2), np.int32)
+    packed = scratch("packed", (m, REC), np.float64) if reuse else np.empty((m, REC), np.float64)
+    pradii = scratch("pradii", (m, 2), np.int32) if reuse else np.empty((m, 2), np.int32)
     (PARALLEL if parallel else SERIAL)["_gather"](rec, radii, order, packed, pradii)
     return order, packed, pradii
 
@@ -542,11 +630,28 @@ def _tiles_of(rec, radii, g, width, height):
     return out
 
 
-def project(scene, camera, near: float = NEAR, far: float = FAR, parallel: bool = True):
-    """Stage 1 → (rec [N, REC] float64, radii [N, 2] int32; radii 0 marks a culled Gaussian)."""
+_SCRATCH = threading.local()
+
+
+def scratch(name: str, shape: tuple, dtype) -> np.ndarray:
+    """This thread's scratch array ``name`` as a C-contiguous view of ``shape`` (contents undefined), kept
+    from frame to frame: the per-frame records (tens of MB for 300k Gaussians) are then written into pages
+    already mapped instead of freshly faulted-in ones (a few ms of kernel time per frame). Grows, never
+    shrinks; one set per thread (``splat_frames`` renders one frame per thread)."""
+    arrays = _SCRATCH.__dict__.setdefault("arrays", {})
+    need = int(np.prod(shape))
+    a = arrays.get(name)
+    if a is None or a.dtype != np.dtype(dtype) or a.size < need:
+        a = arrays[name] = np.empty(need, dtype)
+    return a[:need].reshape(shape)
+
+
+def project(scene, camera, near: float = NEAR, far: float = FAR, parallel: bool = True, reuse: bool = False):
+    """Stage 1 → (rec [N, REC] float64, radii [N, 2] int32; radii 0 marks a culled Gaussian, whose rec row
+    is left undefined). ``reuse``: rec and radii are this thread's scratch arrays (:func:`scratch`)."""
     n = len(scene)
-    rec = np.zeros((n, REC), np.float64)
-    radii = np.zeros((n, 2), np.int32)
+    rec = scratch("rec", (n, REC), np.float64) if reuse else np.zeros((n, REC), np.float64)
+    radii = scratch("radii", (n, 2), np.int32) if reuse else np.zeros((n, 2), np.int32)
     (PARALLEL if parallel else SERIAL)["_project"](
         scene.means, scene.quats, scene.log_scales, scene.opacity_logits, scene.sh,
         np.ascontiguousarray(camera.w2c, np.float64), float(camera.fx), float(camera.fy), float(camera.cx),
@@ -568,9 +673,9 @@ def render_cpu(scene, camera, background: np.ndarray, depth_limit: np.ndarray | 
     w, h = int(camera.width), int(camera.height)
     k = PARALLEL if parallel else SERIAL
     clock = [time.perf_counter()]
-    rec, radii = project(scene, camera, near, far, parallel)
+    rec, radii = project(scene, camera, near, far, parallel, reuse=True)
     clock.append(time.perf_counter())
-    order, packed, pradii = sort_and_pack(rec, radii, parallel)
+    order, packed, pradii = sort_and_pack(rec, radii, parallel, reuse=True)
     del rec, radii
     clock.append(time.perf_counter())
     t_bin = t_comp = 0.0

@@ -65,6 +65,36 @@ def test_kernel_switches_are_bit_identical(monkeypatch, with_limit):
                         assert np.array_equal(a, b), (parallel, cull, slabs)
 
 
+
+def test_row_span_holds_every_pixel_the_alpha_test_keeps():
+    """The compositing's row span (per-Gaussian coefficients, no division per row) against the plain rule:
+    on every row of every kept Gaussian's box, each pixel centre whose float32 α reaches 1/255 lies inside
+    the span (thin, flat, huge and tiny Gaussians of a real projection, sub-pixel centres)."""
+    scene = random_scene(1500, degree=0, seed=7)
+    scene.log_scales[::3, 0] -= 4.0  # edge-on flat Gaussians: near-singular 2D covariances
+    scene.log_scales[1::7] += 1.5
+    cam = Camera(80, 60, 70.0, 71.0, 40.3, 29.7).looking_at([0.3, -2.5, 0.6], [0, 0, 0])
+    rec, radii = _cpu.project(scene, cam)
+    kept = np.flatnonzero(radii[:, 0] > 0)
+    assert len(kept) > 1000
+    n_kept_px = n_span_px = 0
+    for g in kept:
+        u, v, ca, cb, cc, op, cut, detq = rec[g, [0, 1, 2, 3, 4, 5, 10, 11]]
+        cba, w2, q = _cpu._span_coefficients(ca, cb, cut, detq)
+        j0, j1 = _cpu._pixel_range(u, float(radii[g, 0]), cam.width)
+        i0, i1 = _cpu._pixel_range(v, float(radii[g, 1]), cam.height)
+        for i in range(i0, i1 + 1):
+            dy = v - (i + 0.5)
+            ja, jb = _cpu._row_span(u - 0.5, dy, cba, w2, q, j0, j1)
+            dx = u - (np.arange(j0, j1 + 1) + 0.5)
+            sigma = 0.5 * (ca * dx * dx + cc * dy * dy) + cb * dx * dy
+            alpha = np.minimum(_cpu.ALPHA_MAX, op * np.exp(-sigma)).astype(np.float32)
+            keep = np.arange(j0, j1 + 1)[(sigma >= 0) & (alpha >= _cpu.ALPHA_MIN)]
+            n_kept_px += len(keep)
+            n_span_px += max(0, jb - ja + 1)
+            assert np.all((keep >= ja) & (keep <= jb)), (g, i, keep, ja, jb)
+    assert n_kept_px > 10_000 and n_span_px < 1.02 * n_kept_px  # tight: the spans hold almost only kept pixels
+
 def test_slabs_stop_binning_behind_opaque_tiles(monkeypatch):
     monkeypatch.setattr(_cpu, "SLAB_MIN", 64)
     scene = random_scene(4000, degree=0, seed=3, spread=0.3)
@@ -130,12 +160,13 @@ def test_radix_depth_order_equals_the_stable_argsort():
     """The compiled radix depth sort against numpy's stable argsort (the plain twin): random depths, many exact
     ties (rounded depths, equal high digits), culled Gaussians, a real projection; NaN falls back."""
     rng = np.random.default_rng(0)
-    for trial in range(12):
+    for trial in range(15):
         n = int(rng.integers(2, 120000))
         rec = np.zeros((n, _cpu.REC))
         radii = rng.integers(0, 3, (n, 2)).astype(np.int32)
         z = rng.uniform(0.01, 50, n)
-        z = [z, np.round(z, 1), np.round(z * 1000) / 1000 + 1.0, np.full(n, 2.5)][trial % 4]
+        z = [z, np.round(z, 1), np.round(z * 1000) / 1000 + 1.0, np.full(n, 2.5),
+             np.exp(rng.uniform(-4.0, 14.0, n))][trial % 5]  # the last: every digit of the bit patterns varies
         rec[:, 9] = z
         np.testing.assert_array_equal(_cpu.depth_order(rec, radii), _cpu.depth_order(rec, radii, radix=False))
     rec[0, 9], radii[0] = np.nan, (1, 1)
