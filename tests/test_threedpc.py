@@ -340,3 +340,17 @@ def test_strategy_frames_match_their_plain_twin(tmp_path, monkeypatch):
     assert verdicts["props_too_small"] and verdicts["label_or_visibility"], "both failures exercised"
     assert splats["fast"] < splats["ref"]
 
+
+def test_job_order_strategy_first_and_output_independent_of_it(tiny, tmp_path, monkeypatch):
+    """Strategy scenes are handed out first; building the scenes in the opposite order gives the same bytes."""
+    import importlib
+
+    b = importlib.import_module("tasks.threedpc.build")
+    cfg = config_from_dict({**TINY, "out": str(tmp_path / "r")})
+    assert b.job_order(cfg, cfg.scenes) == ["plant_04", "hydrant_01", "hydrant_02", "couch_03"]
+    monkeypatch.setattr(b, "job_order", lambda cfg, names: list(names)[::-1])
+    build(cfg, progress=False)
+    out = tmp_path / "r"
+    assert json.loads((tiny / "manifest.json").read_text())["images"] == json.loads((out / "manifest.json").read_text())["images"]
+    for f in ("metadata.parquet", "metadata.csv", "summary.md"):
+        assert (tiny / f).read_bytes() == (out / f).read_bytes(), f

@@ -562,6 +562,17 @@ def _job(args) -> str:
     return str(build_scene(cfg, name, expected))
 
 
+def job_order(cfg: BuildConfig, names) -> list[str]:
+    """The order scenes are handed to the workers: VPT-Strategy scenes first, then the basic scenes, each
+    group in ``names`` order. Why: a strategy scene's cost is its number of failed attempts (1 to
+    3 × ``max_placement_tries``), unknown in advance; started last, a long one would leave the other workers
+    idle at the end, while the basic scenes (the same number of frames each) fill the gaps. Each scene is
+    built from (seed, scene name) alone and assembled in ``cfg.scenes`` order, so the output does not depend
+    on this order (tested)."""
+    names = list(names)
+    return [n for n in names if cfg.split_of(n) == "strategy"] + [n for n in names if cfg.split_of(n) != "strategy"]
+
+
 def preflight(cfg: BuildConfig) -> None:
     """Everything that could fail mid-build, checked before anything is rendered or stamped: every declared
     field of the config and its sections (``tasks.schema``; a config made in Python need not have come through
@@ -634,7 +645,7 @@ def build(cfg: BuildConfig, progress: bool = True) -> Path:
             expected = json.loads((out / "manifest.json").read_text()).get("images")
         except (OSError, ValueError):
             pass
-        names = list(cfg.scenes)
+        names = job_order(cfg, cfg.scenes)
         bar = tqdm(total=len(names), desc="3D-PC scenes", unit="scene", disable=not progress)
         if cfg.workers == 1 or len(names) == 1:
             for name in names:
