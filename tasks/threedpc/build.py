@@ -564,8 +564,8 @@ def _job(args) -> str:
 
 def job_order(cfg: BuildConfig, names) -> list[str]:
     """The order scenes are handed to the workers: VPT-Strategy scenes first, then the basic scenes, each
-    group in ``names`` order. Why: a strategy scene's cost is its number of failed attempts (1 to
-    3 × ``max_placement_tries``), unknown in advance; started last, a long one would leave the other workers
+    group in ``names`` order. Why: a strategy scene's cost is its number of failed attempts (0 to
+    ``strategy_tries``), unknown in advance; started last, a long one would leave the other workers
     idle at the end, while the basic scenes (the same number of frames each) fill the gaps. Each scene is
     built from (seed, scene name) alone and assembled in ``cfg.scenes`` order, so the output does not depend
     on this order (tested)."""
