@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..labels import aperture_label, label_frame, vpt_label
+from ..labels import aperture_label, label_frame, raycast_visible_fraction, vpt_label
 from ..placement import (CompositeOccluders, Placement, PlacementError, PropStyle, make_props, sample_matched_settings,
                          sample_placement, staged_scene)
 from ..schema import validate_config, validate_section
@@ -338,8 +338,8 @@ def strategy_frames(cfg: BuildConfig, scene, at, ts, cam, n_before: int, n_block
     ``label_or_visibility`` whatever the splats), and a prop too small; the VPT label needs its own checks
     (ray casts, one 64-px render), not the viewer's frame. So the steps are scanned in order on those alone
     until one fails for sure (then every earlier step that could still fail would fail as
-    ``label_or_visibility`` too: no splat needed) or is too small (then the frames up to it are splatted in
-    order, as the reference would); only a sequence that can pass is splatted whole."""
+    ``label_or_visibility`` too: no splat needed) or is too small; then the frames up to it are splatted, the
+    likeliest to be dropped first, until one is not kept. Only a sequence that can pass is splatted whole."""
     from ..labels import frame_meshes, splat_frame
 
     legacy = cfg.placement_design == "legacy"
@@ -359,15 +359,23 @@ def strategy_frames(cfg: BuildConfig, scene, at, ts, cam, n_before: int, n_block
         if vpt["vpt_label"] != want:
             return "label_or_visibility", []
         pending.append((t, pl, want, vpt, fm))
-    frames = []
-    for i, (t, pl, want, vpt, fm) in enumerate(pending):
+    # Now the attempt fails as label_or_visibility iff one of these frames is not kept; else it succeeds, or
+    # fails as props_too_small when the last one is too small. The order of the splats is free: the frame
+    # likeliest to be dropped first (least of the ball seen from the viewer's eye by a ray cast past the
+    # object and the supports), so a failing attempt usually stops after one splat.
+    occ = scene.occluders()
+    seen = [raycast_visible_fraction(cam.center, pl.target, CompositeOccluders([occ] + [sp.mesh() for sp in pl.supports]), 64)
+            for _, pl, *_ in pending]
+    frames = {}
+    for i in sorted(range(len(pending)), key=lambda i: seen[i]):
+        t, pl, want, vpt, fm = pending[i]
         img, lab = splat_frame(staged_scene(scene, pl), pl, cam, fm, vpt or {}, cfg.rules)
         if not lab["keep"]:
             return "label_or_visibility", []
-        if small and i == len(pending) - 1:
-            return "props_too_small", []
-        frames.append((t, pl, want, lab, img))
-    return None, frames
+        frames[i] = (t, pl, want, lab, img)
+    if small:
+        return "props_too_small", []
+    return None, [frames[i] for i in range(len(pending))]
 
 
 def strategy_frames_reference(cfg: BuildConfig, scene, at, ts, cam, n_before: int, n_block: int):
