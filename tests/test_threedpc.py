@@ -327,7 +327,7 @@ def test_strategy_frames_match_their_plain_twin(tmp_path, monkeypatch):
         return fast
 
     monkeypatch.setattr(b, "strategy_frames", both)
-    for name in ("hydrant_04", "plant_04"):
+    for name in ("plant_04",):  # both kinds of failure (hydrant_04 as well: twice the time)
         scene = load_scene(name, seed=0)
         (tmp_path / name).mkdir()
         rows, info = b.strategy_scene_rows(cfg, scene, tmp_path / name, tmp_path / "o" / name)
