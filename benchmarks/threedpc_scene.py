@@ -32,7 +32,6 @@ def main() -> None:
     import importlib
 
     import render.compose as compose
-    import render.files as files
     from scenes.load import load_scene
     from tasks.threedpc.config import compose_config
 
@@ -60,7 +59,7 @@ def main() -> None:
     timed(build, "scene_placements", "placement (pool, ray casts, render checks)")
     timed(compose, "render_mesh_layer", "mesh layers (pyrender)")
     timed(compose, "splat", "splat (cpu kernel)")
-    timed(files, "save_png", "PNG writing")
+    timed(build, "_save_png", "PNG writing")
     with tempfile.TemporaryDirectory(dir="/dev/shm" if os.path.isdir("/dev/shm") else None) as tmp:
         cfg = compose_config([f"out={tmp}/out", f"settings={args.settings}", f"frames={args.frames}", f"size={args.size}"])
         scene = load_scene(args.scene, seed=0)

@@ -48,7 +48,13 @@ def render_mesh_layer(meshes: list, camera: Camera, method: str = "pyrender") ->
 def composite(gaussians, camera: Camera, meshes: list, background=(0.0, 0.0, 0.0), backend: str = "cpu",
               mesh_renderer: str = "pyrender") -> Composite:
     """Render ``meshes`` (opaque, vertex-coloured trimesh) into the splat scene ``gaussians``."""
-    layer = render_mesh_layer(meshes, camera, mesh_renderer)
+    return composite_layer(gaussians, camera, render_mesh_layer(meshes, camera, mesh_renderer), background, backend)
+
+
+def composite_layer(gaussians, camera: Camera, layer: MeshLayer, background=(0.0, 0.0, 0.0),
+                    backend: str = "cpu") -> Composite:
+    """:func:`composite` with the mesh pass ``layer`` already rendered (for ``camera``): callers that decide
+    from the mesh pass alone whether a frame is worth splatting (tasks/labels.py) render it once."""
     bg = np.broadcast_to(np.asarray(background, np.float32), (camera.height, camera.width, 3)) \
         if np.asarray(background).shape == (3,) else np.asarray(background, np.float32)
     base = np.where(layer.mask[..., None], layer.rgb, bg)

@@ -372,38 +372,106 @@ def props_may_overlap(eye, placement) -> bool:
     return angle <= half[0] + half[1]
 
 
+@dataclasses.dataclass
+class FrameMeshes:
+    """The mesh pass of one viewer frame (everything a frame's labels need except the splats).
+
+    ``inside``: each prop's (observer, ball) share of surface samples inside the image (None when not
+    computed); ``layer``: both props rendered together (:class:`render.meshes.MeshLayer`; None when the frame
+    was not rendered because a prop lies outside the image); ``alone``: each prop's mask rendered alone."""
+
+    inside: list[float] | None
+    layer: object | None
+    alone: list[np.ndarray] | None
+
+    @property
+    def heights(self) -> list[int]:
+        """Each prop's on-screen height in pixels (:func:`mask_height_px`; 0 = not rendered)."""
+        return [0, 0] if self.alone is None else [mask_height_px(a) for a in self.alone]
+
+    @property
+    def pixels(self) -> list[int]:
+        return [0, 0] if self.alone is None else [int(a.sum()) for a in self.alone]
+
+    def visible_bound(self) -> list[float]:
+        """Each prop's visible fraction before the splats: its pixels in front in the combined layer over its
+        pixels alone (0 for an empty mask, as :func:`viewer_visibility`). The splats can only lower it, so a
+        prop below ``prop_visible_min`` here is hidden whatever the splats do."""
+        return [float((self.layer.index == k).sum() / n) if n else 0.0 for k, n in enumerate(self.pixels)]
+
+
+def frame_meshes(placement, camera, rules: LabelRules = LabelRules(), mesh_renderer: str = "pyrender",
+                 skip_outside: bool = False) -> FrameMeshes:
+    """The mesh pass of :func:`label_frame`: the props' combined layer and each prop's mask alone (from the
+    combined layer when neither prop can hide the other, :func:`props_may_overlap`). ``skip_outside``: first
+    measure how much of each prop lies inside the image and render nothing when one is below
+    ``rules.prop_in_image_min`` (that frame is dropped whatever the pixels)."""
+    from render.compose import render_mesh_layer
+    from scenes.props import surface_samples
+
+    inside = None
+    if skip_outside:
+        inside = [in_image_fraction(camera, surface_samples(p)) for p in (placement.observer, placement.target)]
+        if min(inside) < rules.prop_in_image_min:
+            return FrameMeshes(inside, None, None)
+    meshes = placement.meshes()
+    layer = render_mesh_layer(meshes, camera, mesh_renderer)
+    if props_may_overlap(camera.center, placement):
+        alone = [render_mesh_layer([m], camera, mesh_renderer).mask for m in meshes]
+    else:  # neither prop can hide the other: each one's pixels in the combined layer are its own
+        alone = [layer.index == k for k in range(len(meshes))]
+    return FrameMeshes(inside, layer, alone)
+
+
+def unsplatted_row(placement, camera, fm: FrameMeshes, vpt: dict, rules: LabelRules = LabelRules(),
+                   drop: list[str] | None = None) -> dict:
+    """The row of a frame that is dropped without splatting: visible fractions NaN (not judged), the mesh
+    pass's pixels and heights, ``keep`` False and ``drop_reason`` = ``drop`` joined by ';' (None: the
+    outside-image reasons :func:`visibility_row` finds from ``fm.inside``). ``fm.inside`` must be known."""
+    nan = float("nan")
+    row = {**depth_order(camera.center, placement.observer, placement.target, rules),
+           **visibility_row(fm.inside, [nan, nan], fm.pixels, rules, fm.heights if fm.alone is not None else None),
+           **vpt, "label_rule_version": LABEL_RULE_VERSION}
+    if drop is not None:
+        row["keep"], row["drop_reason"] = False, ";".join(drop)
+    return row
+
+
+def splat_frame(scene, placement, camera, fm: FrameMeshes, vpt: dict, rules: LabelRules = LabelRules(),
+                backend: str = "cpu") -> tuple[np.ndarray, dict]:
+    """The splat pass of :func:`label_frame` over the mesh pass ``fm`` (rendered): (uint8 image, row)."""
+    from render.compose import composite_layer
+
+    comp = composite_layer(scene.gaussians, camera, fm.layer, scene.background, backend=backend)
+    row = {**depth_order(camera.center, placement.observer, placement.target, rules),
+           **viewer_visibility(comp, camera, [placement.observer, placement.target], fm.alone, rules),
+           **vpt, "label_rule_version": LABEL_RULE_VERSION}
+    return comp.image_uint8(), row
+
+
 def label_frame(scene, placement, camera, vpt: dict, rules: LabelRules = LabelRules(), backend: str = "cpu",
-                mesh_renderer: str = "pyrender", render_dropped: bool = True) -> tuple[np.ndarray | None, dict]:
+                mesh_renderer: str = "pyrender", render_dropped: bool = True,
+                too_small=None) -> tuple[np.ndarray | None, dict]:
     """Render the viewer's image with the props and compute its per-frame labels.
 
     Returns (uint8 image [H,W,3], row) where row holds the depth-order evidence, both props' visibility
     in the viewer's image, the frame's keep flag / drop reason and the (frame-independent) VPT evidence.
     With ``render_dropped=False`` a frame that is dropped anyway because a prop lies outside the image is
-    not rendered: the image is None and the visible fractions are NaN.
+    not rendered: the image is None and the visible fractions are NaN. With ``render_dropped=False`` and
+    ``too_small`` (a function of a row's ``observer_height_px``/``ball_height_px`` → drop reasons, [] to keep;
+    heights come from the mesh pass alone), a frame it drops is not splatted either — unless the meshes alone
+    already hide a prop (then the frame is rendered and dropped as hidden, exactly as with ``render_dropped``):
+    image None, visible fractions NaN, ``keep`` False, ``drop_reason`` its reasons. Every frame it keeps is
+    byte for byte the fully rendered one (tests/test_labels.py compares).
     """
-    from render.compose import composite, render_mesh_layer
-    from scenes.props import surface_samples
-
-    props = [placement.observer, placement.target]
-    if not render_dropped:
-        inside = [in_image_fraction(camera, surface_samples(p)) for p in props]
-        if min(inside) < rules.prop_in_image_min:
-            nan = float("nan")
-            row = {**depth_order(camera.center, placement.observer, placement.target, rules),
-                   **visibility_row(inside, [nan, nan], [0, 0], rules), **vpt,
-                   "label_rule_version": LABEL_RULE_VERSION}
-            return None, row
-
-    meshes = placement.meshes()
-    comp = composite(scene.gaussians, camera, meshes, scene.background, backend=backend, mesh_renderer=mesh_renderer)
-    if props_may_overlap(camera.center, placement):
-        alone = [render_mesh_layer([m], camera, mesh_renderer).mask for m in meshes]
-    else:  # neither prop can hide the other: each one's pixels in the combined layer are its own
-        alone = [comp.layer.index == k for k in range(len(meshes))]
-    row = {**depth_order(camera.center, placement.observer, placement.target, rules),
-           **viewer_visibility(comp, camera, [placement.observer, placement.target], alone, rules),
-           **vpt, "label_rule_version": LABEL_RULE_VERSION}
-    return comp.image_uint8(), row
+    fm = frame_meshes(placement, camera, rules, mesh_renderer, skip_outside=not render_dropped)
+    if fm.layer is None:
+        return None, unsplatted_row(placement, camera, fm, vpt, rules)
+    if too_small is not None and not render_dropped:
+        small = too_small({"observer_height_px": fm.heights[0], "ball_height_px": fm.heights[1]})
+        if small and min(fm.visible_bound()) >= rules.prop_visible_min:
+            return None, unsplatted_row(placement, camera, fm, vpt, rules, small)
+    return splat_frame(scene, placement, camera, fm, vpt, rules, backend)
 
 
 LABEL_DTYPES = {

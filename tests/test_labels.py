@@ -143,3 +143,68 @@ def test_props_may_overlap_geometry():
     pl = Placement(Observer((1.0, 0.0, 0.08), 180.0), Target((-1.0, 0.0, 0.09)))
     assert props_may_overlap([5.0, 0.0, 0.1], pl)       # looking along the props' axis: one behind the other
     assert not props_may_overlap([0.0, -4.0, 1.0], pl)   # from the side: far apart in the image
+
+
+def test_too_small_frames_skip_the_splat_and_kept_frames_are_unchanged(hydrant, monkeypatch):
+    """label_frame(render_dropped=False, too_small=…) against its plain twin (every frame rendered, the
+    too-small rule applied to the row afterwards): kept frames' images and rows are identical; a frame the
+    rule drops is not splatted (image None, visible fractions NaN) and keeps every other column, its drop
+    reason the rule's (or, when the meshes alone hide a prop, the rendered frame's)."""
+    import render.compose as compose
+    import tasks.labels as labels
+    from tasks.placement import sample_placement
+
+    rng = np.random.default_rng(7)
+    pl, _ = sample_placement(hydrant, "visible", rng)
+    cams = hydrant.trajectory.cameras(10, 96, 96)
+    ref = [label_frame(hydrant, pl, c, {"vpt_label": 1}) for c in cams]
+    limit = int(np.median([r["ball_height_px"] for _, r in ref]))  # about half the frames too small
+
+    def small(row):
+        return ["ball_too_small"] if row["ball_height_px"] < limit else []
+
+    splats = []
+    real = compose.splat
+    monkeypatch.setattr(compose, "splat", lambda *a, **k: splats.append(1) or real(*a, **k))
+    fast = [label_frame(hydrant, pl, c, {"vpt_label": 1}, render_dropped=False, too_small=small) for c in cams]
+    n_small = 0
+    for (ia, ra), (ib, rb) in zip(ref, fast, strict=True):
+        if ra["keep"] and not small(ra):
+            np.testing.assert_array_equal(ia, ib)
+            assert list(ra) == list(rb) and ra == rb
+            continue
+        assert not rb["keep"] and list(ra) == list(rb)
+        if "outside_image" in ra["drop_reason"]:  # not rendered with render_dropped=False either
+            assert ib is None and rb["drop_reason"] == ra["drop_reason"]
+            continue
+        if ib is None:
+            n_small += 1
+            assert small(ra) and rb["drop_reason"] == "ball_too_small"
+            assert math.isnan(rb["ball_visible_fraction"]) and math.isnan(rb["observer_visible_fraction"])
+            same = {k: v for k, v in ra.items() if k not in ("ball_visible_fraction", "observer_visible_fraction",
+                                                             "keep", "drop_reason")}
+            assert same == {k: rb[k] for k in same}
+            assert ra["drop_reason"] in ("ball_too_small", "") or "hidden" in ra["drop_reason"]
+        else:  # rendered: dropped exactly as the twin drops it
+            np.testing.assert_array_equal(ia, ib)
+            assert ra == rb
+    n_out = sum("outside_image" in r["drop_reason"] for _, r in ref)
+    assert 0 < n_small < len(cams) - n_out and len(splats) == len(cams) - n_small - n_out
+
+
+def test_mesh_pass_visible_bound_is_an_upper_bound(hydrant):
+    """FrameMeshes.visible_bound (the meshes alone) is never below the rendered visible fraction, so a prop
+    below prop_visible_min there is hidden in the rendered frame too."""
+    from tasks.labels import frame_meshes, splat_frame
+    from tasks.placement import sample_placement
+
+    rng = np.random.default_rng(3)
+    for outcome in ("visible", "occluded"):
+        pl, _ = sample_placement(hydrant, outcome, rng)
+        for cam in hydrant.trajectory.cameras(4, 64, 64):
+            fm = frame_meshes(pl, cam)
+            _, row = splat_frame(hydrant, pl, cam, fm, {})
+            bound = fm.visible_bound()
+            assert row["observer_visible_fraction"] <= bound[0] + 1e-12
+            assert row["ball_visible_fraction"] <= bound[1] + 1e-12
+            assert [row["observer_height_px"], row["ball_height_px"]] == fm.heights

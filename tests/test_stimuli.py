@@ -230,10 +230,16 @@ def test_png_encoder_round_trips_through_pil():
     from tasks.stimuli.writer import png_bytes
 
     rng = np.random.default_rng(0)
-    for shape in [(7, 5), (31, 17, 3), (224, 224, 3)]:
+    for shape in [(7, 5), (31, 17, 3), (224, 224, 3), (1, 1, 3), (3, 1)]:
         a = rng.integers(0, 256, shape, dtype=np.uint8)
-        b = np.asarray(Image.open(io.BytesIO(png_bytes(a))))
-        np.testing.assert_array_equal(a, b)
+        for row_filter in ("none", "sub"):  # "sub": PNG filter 1, the 3D-PC frames' (PIL undoes it)
+            for level in (0, 1, 6):
+                b = np.asarray(Image.open(io.BytesIO(png_bytes(a, level, row_filter=row_filter))))
+                np.testing.assert_array_equal(a, b)
+    smooth = np.cumsum(rng.integers(0, 3, (64, 64, 3)), axis=1).astype(np.uint8)  # a textured gradient
+    assert len(png_bytes(smooth, 1, row_filter="sub")) < len(png_bytes(smooth, 1))
+    with pytest.raises(ValueError, match="row_filter='paeth'"):
+        png_bytes(smooth, row_filter="paeth")
 
 
 def test_removed_fraction_exact_against_dense_sampling():
@@ -341,6 +347,8 @@ def test_png_encoder_broadcast_grey_to_rgb():
     g = np.random.default_rng(1).integers(0, 256, (13, 9), dtype=np.uint8)
     view = np.broadcast_to(g[:, :, None], (13, 9, 3))
     np.testing.assert_array_equal(np.asarray(Image.open(io.BytesIO(png_bytes(view)))), np.repeat(g[:, :, None], 3, 2))
+    np.testing.assert_array_equal(np.asarray(Image.open(io.BytesIO(png_bytes(view, row_filter="sub")))),
+                                  np.repeat(g[:, :, None], 3, 2))
 
 
 # ---------------------------------------------------------------------- issue 12: seeds, stroke

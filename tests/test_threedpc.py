@@ -287,3 +287,70 @@ def test_every_default_strategy_scene_has_a_grounded_sequence(tmp_path, category
     assert len(labels) == cfg.strategy_steps and sum(labels) == cfg.strategy_steps - cfg.strategy_steps // 2
     assert labels[0] == labels[-1] == 1 and info["strategy_pattern"] == "".join(map(str, labels))
     assert all(r["ball_height_px"] >= cfg.min_ball_height * cfg.size for r in rows)
+
+
+def test_strategy_frames_match_their_plain_twin(tmp_path, monkeypatch):
+    """Every VPT-Strategy attempt gets the same verdict (and, when it succeeds, the same rows and images)
+    from strategy_frames, which splats only what the verdict needs, as from the plain twin that renders every
+    step in order; the scene's sequence and rejection counts follow."""
+    import collections
+    import importlib
+
+    import render.compose as compose
+    from scenes.load import load_scene
+
+    b = importlib.import_module("tasks.threedpc.build")
+
+    cfg = config_from_dict({**TINY, "out": str(tmp_path / "o"), "size": 96, "strategy_steps": 6})
+    seen = []
+    verdicts = collections.Counter()
+    splats = {"fast": 0, "ref": 0}
+    real_splat, mode = compose.splat, ["fast"]
+
+    def counted(g, camera, *a, **k):
+        splats[mode[0]] += camera.width == cfg.size  # the viewer's frames, not the 64-px render checks
+        return real_splat(g, camera, *a, **k)
+
+    monkeypatch.setattr(compose, "splat", counted)
+    fast_fn = b.strategy_frames
+
+    def both(cfg, scene, at, ts, cam, n_before, n_block):
+        mode[0] = "fast"
+        fast = fast_fn(cfg, scene, at, ts, cam, n_before, n_block)
+        mode[0] = "ref"
+        ref = b.strategy_frames_reference(cfg, scene, at, ts, cam, n_before, n_block)
+        assert fast[0] == ref[0] and len(fast[1]) == len(ref[1])
+        for (*fa, la, ia), (*ra, lr, ir) in zip(fast[1], ref[1], strict=True):
+            np.testing.assert_array_equal(ia, ir)
+            assert list(la) == list(lr) and la == lr and fa[0] == ra[0] and fa[2] == ra[2]
+        seen.append(fast[0])
+        return fast
+
+    monkeypatch.setattr(b, "strategy_frames", both)
+    for name in ("plant_04",):  # both kinds of failure (hydrant_04 as well: twice the time)
+        scene = load_scene(name, seed=0)
+        (tmp_path / name).mkdir()
+        rows, info = b.strategy_scene_rows(cfg, scene, tmp_path / name, tmp_path / "o" / name)
+        rej = info["strategy_rejected"]
+        assert seen[-1] is None and rows and len(seen) - 1 == rej.get("props_too_small", 0) + rej.get("label_or_visibility", 0)
+        assert [s for s in seen[:-1]] == [s for s in seen[:-1] if s in rej]
+        verdicts.update(seen)
+        seen.clear()
+    print(dict(verdicts), splats)
+    assert verdicts["props_too_small"] and verdicts["label_or_visibility"], "both failures exercised"
+    assert splats["fast"] < splats["ref"]
+
+
+def test_job_order_strategy_first_and_output_independent_of_it(tiny, tmp_path, monkeypatch):
+    """Strategy scenes are handed out first; building the scenes in the opposite order gives the same bytes."""
+    import importlib
+
+    b = importlib.import_module("tasks.threedpc.build")
+    cfg = config_from_dict({**TINY, "out": str(tmp_path / "r")})
+    assert b.job_order(cfg, cfg.scenes) == ["plant_04", "hydrant_01", "hydrant_02", "couch_03"]
+    monkeypatch.setattr(b, "job_order", lambda cfg, names: list(names)[::-1])
+    build(cfg, progress=False)
+    out = tmp_path / "r"
+    assert json.loads((tiny / "manifest.json").read_text())["images"] == json.loads((out / "manifest.json").read_text())["images"]
+    for f in ("metadata.parquet", "metadata.csv", "summary.md"):
+        assert (tiny / f).read_bytes() == (out / f).read_bytes(), f

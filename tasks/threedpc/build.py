@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..labels import aperture_label, label_frame, vpt_label
+from ..labels import aperture_label, label_frame, raycast_visible_fraction, vpt_label
 from ..placement import (CompositeOccluders, Placement, PlacementError, PropStyle, make_props, sample_matched_settings,
                          sample_placement, staged_scene)
 from ..schema import validate_config, validate_section
@@ -165,9 +165,14 @@ def style_for(cfg: BuildConfig, rng: np.random.Generator) -> PropStyle:
 
 
 def _save_png(path: Path, img: np.ndarray) -> None:
-    from render.files import save_png
+    """A frame as PNG, atomically: Vantage's minimal encoder with the Sub row filter and ISA-L deflate
+    (``render.files.png_bytes``), ~0.7 ms CPU per 256-px frame against ~19 ms for PIL's adaptive filters at
+    zlib level 6, files ~13% larger, pixels identical (issue 19, docs/benchmarks.md)."""
+    from render.files import png_bytes
+    from scenes.files import atomic_write_bytes
 
-    save_png(path, img)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(path, png_bytes(img, 1, row_filter="sub"))
 
 
 def _labelled_placement(cfg, scene, outcome, rng, rejected):
@@ -245,8 +250,12 @@ def basic_scene_rows(cfg: BuildConfig, scene, split: str, tmp: Path, final: Path
             cams, zooms = arc.cameras(cfg.frames, cfg.size, cfg.size), np.ones(cfg.frames)
         else:
             cams, zooms = framed_cameras(arc, pl, cfg.frames, cfg.size, cfg.zoom_max, cfg.frame_margin)
+        # frames dropped for a prop outside the image or too small on screen (mesh pass alone) are not splatted:
+        # their rows get NaN visible fractions; kept frames are the fully rendered ones (label_frame)
+        small_fn = None if cfg.placement_design == "legacy" else (lambda r: too_small(r, cfg))
         for f, cam in enumerate(cams):
-            img, lab = label_frame(stage, pl, cam, vpt, cfg.rules, render_dropped=False)
+            img, lab = label_frame(stage, pl, cam, vpt, cfg.rules, render_dropped=False, too_small=small_fn)
+            # the reference rule, a no-op after label_frame's mesh-pass test (a frame rendered as kept is large enough)
             small = too_small(lab, cfg) if lab["keep"] and cfg.placement_design != "legacy" else []
             if small:
                 lab = {**lab, "keep": False, "drop_reason": ";".join(small)}
@@ -317,6 +326,77 @@ def strategy_steps(grid: np.ndarray, blocked: np.ndarray, clear: np.ndarray, n_b
     return np.concatenate([pick(before, n_before), np.linspace(t1 + inset, t2 - inset, n_block), pick(after, n_after)])
 
 
+def strategy_frames(cfg: BuildConfig, scene, at, ts, cam, n_before: int, n_block: int):
+    """One VPT-Strategy attempt's frames: (why it fails — ``props_too_small`` / ``label_or_visibility`` — or
+    None, [(t, placement, wanted label, row, image)] for every step when it succeeds).
+
+    The same verdict as :func:`strategy_frames_reference` (render every step's 256-px frame in order, stop at
+    the first that fails; tested), but 256-px splats are rendered only where the verdict needs them. A step
+    fails as ``label_or_visibility`` when its VPT label is not the wanted one or its frame is not kept, unless
+    the frame is kept and a prop too small (``props_too_small``, basic-design rule). The mesh pass alone
+    (:func:`tasks.labels.frame_meshes`) decides a prop outside the image or hidden by the other prop (not kept:
+    ``label_or_visibility`` whatever the splats), and a prop too small; the VPT label needs its own checks
+    (ray casts, one 64-px render), not the viewer's frame. So the steps are scanned in order on those alone
+    until one fails for sure (then every earlier step that could still fail would fail as
+    ``label_or_visibility`` too: no splat needed) or is too small; then the frames up to it are splatted, the
+    likeliest to be dropped first, until one is not kept. Only a sequence that can pass is splatted whole."""
+    from ..labels import frame_meshes, splat_frame
+
+    legacy = cfg.placement_design == "legacy"
+    pending, small = [], False  # steps that pass if their frame is kept; the last one too small?
+    for k, t in enumerate(ts):
+        pl = at(float(t))
+        want = 0 if n_before <= k < n_before + n_block else 1
+        fm = frame_meshes(pl, cam, cfg.rules, skip_outside=True)
+        if fm.layer is None or min(fm.visible_bound()) < cfg.rules.prop_visible_min:
+            return "label_or_visibility", []  # this frame is dropped whatever the splats
+        h = fm.heights
+        if not legacy and too_small({"observer_height_px": h[0], "ball_height_px": h[1]}, cfg):
+            pending.append((t, pl, want, None, fm))
+            small = True
+            break
+        vpt = vpt_label(staged_scene(scene, pl), pl.observer, pl.target, cfg.rules)
+        if vpt["vpt_label"] != want:
+            return "label_or_visibility", []
+        pending.append((t, pl, want, vpt, fm))
+    # Now the attempt fails as label_or_visibility iff one of these frames is not kept; else it succeeds, or
+    # fails as props_too_small when the last one is too small. The order of the splats is free: the frame
+    # likeliest to be dropped first (least of the ball seen from the viewer's eye by a ray cast past the
+    # object and the supports), so a failing attempt usually stops after one splat.
+    occ = scene.occluders()
+    seen = [raycast_visible_fraction(cam.center, pl.target, CompositeOccluders([occ] + [sp.mesh() for sp in pl.supports]), 64)
+            for _, pl, *_ in pending]
+    frames = {}
+    for i in sorted(range(len(pending)), key=lambda i: seen[i]):
+        t, pl, want, vpt, fm = pending[i]
+        img, lab = splat_frame(staged_scene(scene, pl), pl, cam, fm, vpt or {}, cfg.rules)
+        if not lab["keep"]:
+            return "label_or_visibility", []
+        frames[i] = (t, pl, want, lab, img)
+    if small:
+        return "props_too_small", []
+    return None, [frames[i] for i in range(len(pending))]
+
+
+def strategy_frames_reference(cfg: BuildConfig, scene, at, ts, cam, n_before: int, n_block: int):
+    """Plain twin of :func:`strategy_frames`: every step labelled and rendered in order, stopping at the
+    first that fails (the build's loop before issue 19)."""
+    legacy = cfg.placement_design == "legacy"
+    frames = []
+    for k, t in enumerate(ts):
+        pl = at(float(t))
+        stage = staged_scene(scene, pl)
+        vpt = vpt_label(stage, pl.observer, pl.target, cfg.rules)
+        want = 0 if n_before <= k < n_before + n_block else 1
+        img, lab = label_frame(stage, pl, cam, vpt, cfg.rules)
+        if not legacy and lab["keep"] and too_small(lab, cfg):
+            return "props_too_small", []
+        if vpt["vpt_label"] != want or not lab["keep"]:
+            return "label_or_visibility", []
+        frames.append((t, pl, want, lab, img))
+    return None, frames
+
+
 def strategy_scene_rows(cfg: BuildConfig, scene, tmp: Path, final: Path) -> tuple[list[dict], dict]:
     from scenes.camera import Camera
 
@@ -375,34 +455,22 @@ def strategy_scene_rows(cfg: BuildConfig, scene, tmp: Path, final: Path) -> tupl
             cam = cam.looking_at(cam.center, np.mean([props_aim(p) for p in steps], axis=0))
             zoom = float(np.clip(min(framing_zoom(cam, p, cfg.frame_margin) for p in steps), 1.0, cfg.zoom_max))
             cam = dataclasses.replace(cam, fx=cam.fx * zoom, fy=cam.fy * zoom)
-        rows, images, ok = [], [], True
-        for k, t in enumerate(ts):
-            pl = at(float(t))
-            stage = staged_scene(scene, pl)
-            vpt = vpt_label(stage, pl.observer, pl.target, cfg.rules)
-            want = 0 if n_before <= k < n_before + n_block else 1
-            img, lab = label_frame(stage, pl, cam, vpt, cfg.rules)
-            if not legacy and lab["keep"] and too_small(lab, cfg):
-                tries["props_too_small"] += 1
-                ok = False
-                break
-            if vpt["vpt_label"] != want or not lab["keep"]:
-                ok = False
-                tries["label_or_visibility"] += 1
-                break
-            rel = f"step{k:02d}.png"
-            images.append((rel, img))
-            rows.append({"file_name": str((final / rel).relative_to(cfg.out)), "scene": scene.name,
+        failed, frames = strategy_frames(cfg, scene, at, ts, cam, n_before, n_block)
+        if failed:
+            tries[failed] += 1
+            continue
+        rows = []
+        for k, (t, pl, want, lab, img) in enumerate(frames):
+            rows.append({"file_name": str((final / f"step{k:02d}.png").relative_to(cfg.out)), "scene": scene.name,
                          "category": scene.metadata.get("category", ""), "split": "strategy", "task_set": "strategy",
                          "setting": k, "frame": 0, "requested": "visible" if want else "occluded", "strategy_t": float(t),
                          "prop_elevation": float(elevation), "placement_design": cfg.placement_design,
                          "viewer_zoom": zoom,
                          **cam.as_row(), **pl.to_row(), **lab})
-        if ok:
-            for rel, img in images:
-                _save_png(tmp / rel, img)
-            pattern = "".join(str(int(r["vpt_label"])) for r in rows)
-            return rows, {"strategy_pattern": pattern, "strategy_rejected": dict(tries)}
+        for k, (*_, img) in enumerate(frames):
+            _save_png(tmp / f"step{k:02d}.png", img)
+        pattern = "".join(str(int(r["vpt_label"])) for r in rows)
+        return rows, {"strategy_pattern": pattern, "strategy_rejected": dict(tries)}
     raise PlacementError(f"{scene.name}: no VPT-Strategy path found in {per * len(schedule)} tries ({dict(tries)})")
 
 
@@ -502,6 +570,17 @@ def _job(args) -> str:
     return str(build_scene(cfg, name, expected))
 
 
+def job_order(cfg: BuildConfig, names) -> list[str]:
+    """The order scenes are handed to the workers: VPT-Strategy scenes first, then the basic scenes, each
+    group in ``names`` order. Why: a strategy scene's cost is its number of failed attempts (0 to
+    ``strategy_tries``), unknown in advance; started last, a long one would leave the other workers
+    idle at the end, while the basic scenes (the same number of frames each) fill the gaps. Each scene is
+    built from (seed, scene name) alone and assembled in ``cfg.scenes`` order, so the output does not depend
+    on this order (tested)."""
+    names = list(names)
+    return [n for n in names if cfg.split_of(n) == "strategy"] + [n for n in names if cfg.split_of(n) != "strategy"]
+
+
 def preflight(cfg: BuildConfig) -> None:
     """Everything that could fail mid-build, checked before anything is rendered or stamped: every declared
     field of the config and its sections (``tasks.schema``; a config made in Python need not have come through
@@ -574,7 +653,7 @@ def build(cfg: BuildConfig, progress: bool = True) -> Path:
             expected = json.loads((out / "manifest.json").read_text()).get("images")
         except (OSError, ValueError):
             pass
-        names = list(cfg.scenes)
+        names = job_order(cfg, cfg.scenes)
         bar = tqdm(total=len(names), desc="3D-PC scenes", unit="scene", disable=not progress)
         if cfg.workers == 1 or len(names) == 1:
             for name in names:
