@@ -496,6 +496,32 @@ def test_workers_do_not_import_pandas(tmp_path):
     assert len(list(tmp_path.rglob("*.png"))) == 3
 
 
+
+def test_registry_imports_only_the_requested_generator():
+    """A lookup imports the generator's own module (a run's start-up: not every generator, MindSet's ~30
+    modules included); a listing imports them all; the table of homes matches where each name is registered."""
+    code = ("import sys\n"
+            "from tasks.stimuli import GENERATORS\n"
+            "from tasks.stimuli.registry import get_generator\n"
+            "g = get_generator('degraded_polygons')\n"
+            "print(g.module, sorted(m for m in ('tasks.stimuli.mindset', 'tasks.stimuli.gratings',\n"
+            "      'tasks.stimuli.distortions', 'pandas') if m in sys.modules))\n"
+            "names = sorted(GENERATORS)\n"
+            "print(len(names) == len(GENERATORS) > 30, 'tasks.stimuli.mindset' in sys.modules)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split("\n")[:2] == ["tasks.stimuli.polygons []", "True True"], r.stdout
+
+    from tasks.stimuli import GENERATORS
+    from tasks.stimuli.registry import MODULES, home
+
+    listed = dict(GENERATORS.items())
+    assert {g.module.split(".")[2] for g in listed.values()} == {m.split(".")[2] for m in MODULES}
+    for name, gen in listed.items():  # every name in the table, pointing at the module that registers it
+        assert home(name) is not None, f"{name}: add it to tasks.stimuli.registry.HOMES"
+        assert gen.module == home(name) or gen.module.startswith(home(name) + "."), (name, gen.module)
+    assert "shapes" not in GENERATORS and GENERATORS.get("shapes") is None and 3 not in GENERATORS
+
 def test_gallery_natural_size_and_numeric_order(tmp_path):
     from tasks.gallery import condition_key, write_gallery
 
