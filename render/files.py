@@ -36,14 +36,19 @@ from scenes.files import atomic_write_bytes, atomic_write_text, temp_name
 
 
 # ---------------------------------------------------------------------------------------------- tables
-def write_table(df, stem: str | os.PathLike) -> None:
-    """Write ``df`` as ``<stem>.csv`` and ``<stem>.parquet``, each atomically."""
+def write_table(df, stem: str | os.PathLike, csv: str | None = None) -> None:
+    """Write ``df`` as ``<stem>.csv`` and ``<stem>.parquet``, each atomically. ``csv``: the CSV text when the
+    caller has it already (it must equal ``df.to_csv(index=False)``; the stimulus writer builds it shard by
+    shard while its workers render)."""
     stem = Path(stem)
     for ext in (".csv", ".parquet"):
         final = stem.with_suffix(ext)
         tmp = temp_name(final)
         try:
-            if ext == ".csv":
+            if ext == ".csv" and csv is not None:
+                with open(tmp, "wb") as f:
+                    f.write(csv.encode("utf-8"))
+            elif ext == ".csv":
                 df.to_csv(tmp, index=False)
             else:
                 df.to_parquet(tmp, index=False)
