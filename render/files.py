@@ -442,6 +442,34 @@ def safe_name(text: str) -> str:
 
 
 def package_version() -> str:
+    """The installed vantage version (recorded in every output's config and manifest): read from the first
+    ``vantage-<version>.dist-info/METADATA`` on ``sys.path``, the file ``importlib.metadata`` reads, without
+    importing it (~0.03 s, before any worker of a run can start); anything else (an egg-info, no match, no
+    Version line) goes through :func:`package_version_reference` (tested equal)."""
+    import sys
+
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        found = [n for n in names if re.fullmatch(r"vantage-[^-/]+\.(dist|egg)-info", n, re.IGNORECASE)]
+        if len(found) == 1 and found[0].endswith(".dist-info") and found[0].startswith("vantage-"):
+            try:
+                with open(os.path.join(entry or ".", found[0], "METADATA"), encoding="utf-8") as f:
+                    for line in f:
+                        if line.startswith("Version:"):
+                            return line[len("Version:"):].strip()
+                        if not line.strip():
+                            break  # end of the headers
+            except OSError:
+                pass
+        if found:
+            break
+    return package_version_reference()
+
+
+def package_version_reference() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     try:

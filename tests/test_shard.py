@@ -223,3 +223,21 @@ def test_table_joined_from_shards_equals_pandas_whole_table(tmp_path, monkeypatc
         assert (out / "manifest.json").read_bytes() == manifest, case
         assert json.loads(manifest)["skipped"] == {"i1": "bad 1"} and json.loads(manifest)["images"] == len(
             [r for rows in shards for r in rows if r["file_name"]])
+
+
+def test_package_version_equals_importlib_metadata(tmp_path, monkeypatch):
+    """The version recorded in every output, read from the dist-info without importing importlib.metadata
+    (a run's start-up), equals importlib.metadata's, installed or not."""
+    from render.files import package_version, package_version_reference
+
+    assert package_version() == package_version_reference() != ""
+    for name, version in (("vantage-9.8.7.dist-info", "9.8.7"), ("Vantage-1.2.3.dist-info", "1.2.3")):
+        d = tmp_path / name
+        d.mkdir(parents=True)
+        (d / "METADATA").write_text(f"Metadata-Version: 2.1\nName: vantage\nVersion: {version}\n\nVersion: no\n")
+        monkeypatch.setattr(sys, "path", [str(tmp_path / "missing"), str(tmp_path), *sys.path])
+        assert package_version() == package_version_reference() == version, name
+        monkeypatch.undo()
+        import shutil
+
+        shutil.rmtree(d)
