@@ -557,3 +557,26 @@ def test_export_release_layout(tmp_path):
         name = f"4_0_{'nocorners' if r.variant == 'corners' else 'noedges'}.png"
         assert (rel / "p0.30" / "pngs" / name).read_bytes() == (out / r.file_name).read_bytes()
     assert json.loads((rel / "p0.30" / "generator_args.txt").read_text())["level"] == 0.3
+
+
+def test_two_disc_spans_equal_the_sorted_spans():
+    """The two-disc fast path of the pieces left between disc spans (compare-and-swap) equals the general
+    stable sort and running maximum, on random runs and spans with ties, misses, overlaps and spans outside
+    the run."""
+    from tasks.stimuli.polygons import _sorted_spans, _two_spans
+
+    rng = np.random.default_rng(12)
+    big = np.int64(1) << 40
+    n = 20000
+    first = rng.integers(0, 200, n)
+    last = first + rng.integers(-1, 30, n)
+    a = first[:, None] + rng.integers(-10, 40, (n, 2))
+    b = a + rng.integers(0, 12, (n, 2))
+    a[:500, 1] = a[:500, 0]                                       # ties: the stable order is kept
+    miss = rng.random((n, 2)) < 0.2
+    a, b = np.where(miss, big, a), np.where(miss, -big, b)
+    got, ref = _two_spans(first, last, a, b, big), _sorted_spans(first, last, a, b, big)
+    for g, r in zip(got, ref, strict=True):
+        assert g.dtype == r.dtype and g.shape == r.shape == (n, 3)
+        np.testing.assert_array_equal(g, r)
+    assert (got[0] <= got[1]).any() and (got[0] > got[1]).any()   # both kept and empty pieces occur

@@ -380,10 +380,33 @@ def _runs_minus_discs(y: np.ndarray, first: np.ndarray, last: np.ndarray, cx: np
     big = np.int64(1) << 40
     a = np.where(hit, (cx2 - s + 1) // 2, big)                      # the disc's first and last x on the row
     b = np.where(hit, (cx2 + s) // 2, -big)
+    if a.shape[1] == 2:  # two discs per run (every run of the paper set): a compare-and-swap, no sort
+        return _two_spans(first, last, a, b, big)
+    return _sorted_spans(first, last, a, b, big)
+
+
+def _sorted_spans(first: np.ndarray, last: np.ndarray, a: np.ndarray, b: np.ndarray, big) -> tuple[np.ndarray, np.ndarray]:
+    """The pieces of runs ``first`` .. ``last`` left between the discs' spans ``a`` .. ``b`` [runs, m] (no span:
+    a = ``big``, b = −``big``), as :func:`_runs_minus_discs` returns them: the spans sorted by start (stable),
+    each piece from the furthest span end so far to the next span's start."""
     order = np.argsort(a, axis=1, kind="stable")
     a, b = np.take_along_axis(a, order, 1), np.take_along_axis(b, order, 1)
     starts = np.maximum.accumulate(np.concatenate([first[:, None], b + 1], axis=1), axis=1)
     ends = np.concatenate([np.where(a < big, np.minimum(a - 1, last[:, None]), -1), last[:, None]], axis=1)
+    return starts, ends
+
+
+def _two_spans(first: np.ndarray, last: np.ndarray, a: np.ndarray, b: np.ndarray, big) -> tuple[np.ndarray, np.ndarray]:
+    """The pieces of :func:`_runs_minus_discs` for two discs per run (its sort and running maximum written
+    out for two columns: the spans swapped where the second starts first — strictly, as the stable sort —
+    and the pieces' starts and ends built column by column; :func:`_sorted_spans` is the reference, tested equal)."""
+    swap = a[:, 1] < a[:, 0]
+    a0, a1 = np.where(swap, a[:, 1], a[:, 0]), np.where(swap, a[:, 0], a[:, 1])
+    b0, b1 = np.where(swap, b[:, 1], b[:, 0]), np.where(swap, b[:, 0], b[:, 1])
+    s1 = np.maximum(first, b0 + 1)
+    starts = np.stack([first, s1, np.maximum(s1, b1 + 1)], axis=1)
+    ends = np.stack([np.where(a0 < big, np.minimum(a0 - 1, last), -1), np.where(a1 < big, np.minimum(a1 - 1, last), -1),
+                     last], axis=1)
     return starts, ends
 
 
@@ -586,7 +609,8 @@ def _group(cls: str, seed: int, ci: int, k0: int, k1: int, levels: tuple, varian
     ok = np.take_along_axis(reach_ok, pick, 1)
     scx = np.where(ok, np.take_along_axis(cs[:, :, 0, None], pick, 1), -1e4).transpose(0, 2, 1)  # [images, n, slots]
     scy = np.where(ok, np.take_along_axis(cs[:, :, 1, None], pick, 1), -1e4).transpose(0, 2, 1)
-    cx, cy, ro = scx[owner, es], scy[owner, es], rs[owner, None]       # [runs, slots]
+    oe = owner * v.shape[1] + es                                       # (image, edge) of each run, flat
+    cx, cy, ro = scx.reshape(-1, slots)[oe], scy.reshape(-1, slots)[oe], rs[owner, None]  # [runs, slots]
     # only runs that a disc's bounding box touches need the exact test; the others are kept whole
     near = ((np.abs(ys[:, None] - cy) <= ro) & (cx - ro <= ls[:, None]) & (cx + ro >= fs[:, None])).any(axis=1)
     o = owner[near]
