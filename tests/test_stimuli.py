@@ -236,6 +236,27 @@ def test_png_encoder_round_trips_through_pil():
         np.testing.assert_array_equal(a, b)
 
 
+def test_png_chunks_fast_path_equal_the_plain_chunk():
+    """The IDAT chunk with its CRC continued from the tag's, and the cached signature + IHDR, are the bytes
+    of the plain chunk builder (the reference): the chunk layout and CRC-32 over tag + data."""
+    import struct
+    import zlib
+
+    from render.files import _IEND, _chunk, _idat, _png_head, png_bytes
+
+    for data in (b"", b"x", bytes(range(256)) * 9):
+        got = _idat(data)
+        assert got == _chunk(b"IDAT", data)
+        assert got[:8] == struct.pack(">I", len(data)) + b"IDAT" and got[8:-4] == data
+        assert got[-4:] == struct.pack(">I", zlib.crc32(b"IDAT" + data))
+    assert _IEND == b"\x00\x00\x00\x00IEND\xaeB`\x82"                 # the fixed IEND chunk of every PNG
+    for w, h, colour in ((224, 224, 2), (7, 5, 0)):
+        head = _png_head(w, h, colour)
+        assert head == b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, colour, 0, 0, 0))
+        img = np.zeros((h, w, 3) if colour == 2 else (h, w), np.uint8)
+        assert png_bytes(img).startswith(head) and png_bytes(img).endswith(_IEND)
+
+
 def test_removed_fraction_exact_against_dense_sampling():
     rng = np.random.default_rng(5)
     for cls in ("triangle", "square", "heptagon", "octagon"):
