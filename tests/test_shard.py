@@ -225,6 +225,36 @@ def test_table_joined_from_shards_equals_pandas_whole_table(tmp_path, monkeypatc
             [r for rows in shards for r in rows if r["file_name"]])
 
 
+def test_shard_csv_lines_equal_pandas(monkeypatch):
+    """The shards' CSV lines formatted in plain Python equal pandas' (the reference) on a typed table with
+    awkward numbers (NaN, inf, -0.0, 1e-7, 2.5e16, 1e16, 0.1 + 0.2, big integers), and every case that
+    needs quoting, missing values, other dtypes or a single column goes to pandas and still gives its text."""
+    import pandas as pd
+
+    import tasks.stimuli.writer as W
+
+    floats = [float("nan"), float("inf"), -float("inf"), -0.0, 1e-7, 2.5e16, 1e16, 0.1 + 0.2, 123.456, 5e-324, 1.0]
+    n = len(floats)
+    base = {"file_name": [f"c/i{i}.png" for i in range(n)], "dataset": ["d"] * n, "condition": ["c"] * n,
+            "item_id": [f"i{i}" for i in range(n)], "set_id": [" s "] * n, "seed": [2**62] * n,
+            "f": floats, "k": [-(2**40), 0, 7] + [1] * (n - 3), "s": ["", "a b", "é"] + ["x"] * (n - 3)}
+    fallbacks = {"comma": ("s", ["a,b"] + ["x"] * (n - 1)), "quote": ("s", ['a"b'] + ["x"] * (n - 1)),
+                 "newline": ("s", ["a\nb"] + ["x"] * (n - 1)), "cr": ("s", ["a\rb"] + ["x"] * (n - 1)),
+                 "missing": ("s", [None] + ["x"] * (n - 1)), "bool": ("b", [True, False] * (n // 2) + [True])}
+    pandas_calls = []
+    real = pd.DataFrame.to_csv
+    monkeypatch.setattr(pd.DataFrame, "to_csv", lambda self, *a, **k: pandas_calls.append(1) or real(self, *a, **k))
+    typed = W._table(pd.DataFrame(base))
+    assert W._csv_lines(typed) == real(typed, index=False, header=False) and not pandas_calls
+    for case, (col, values) in fallbacks.items():
+        typed = W._table(pd.DataFrame({**base, col: values}))
+        pandas_calls.clear()
+        assert W._csv_lines(typed) == real(typed, index=False, header=False), case
+        assert pandas_calls, case
+    for typed in (pd.DataFrame({"file_name": ["", "b"]}).astype("string"), W._table(pd.DataFrame(base).head(0))):
+        assert W._csv_lines(typed) == real(typed, index=False, header=False)   # one column; no rows
+
+
 def test_package_version_equals_importlib_metadata(tmp_path, monkeypatch):
     """The version recorded in every output, read from the dist-info without importing importlib.metadata
     (a run's start-up), equals importlib.metadata's, installed or not."""

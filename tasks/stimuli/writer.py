@@ -154,12 +154,39 @@ class _TableParts:
 
         df = pd.read_parquet(out / ".shards" / f"{k:05d}.parquet")
         typed = _table(df)
-        self.parts[k] = (df, typed.dtypes, typed.to_csv(index=False, header=False), _manifest_part(df))
+        self.parts[k] = (df, typed.dtypes, _csv_lines(typed), _manifest_part(df))
 
     def get(self, out: Path, k: int) -> tuple:
         if k not in self.parts:  # rendered by an earlier run or another job
             self.add(out, k)
         return self.parts.pop(k)
+
+
+def _csv_lines(typed) -> str:
+    """``typed.to_csv(index=False, header=False)`` (the reference twin, tested equal, and the fallback) for a
+    table typed by :func:`_table`, formatted column by column in plain Python where that is sure to give
+    pandas' text: int64 as ``str``, float64 as ``repr`` (NaN empty), strings as they are — when every string
+    is a ``str`` needing no quotes (no comma, quote, CR or LF) and there are two columns or more. Otherwise,
+    or for any other dtype, pandas formats it. ≈ 3 instead of ≈ 9 ms per 1,000-row shard of polygons."""
+    import pandas as pd
+
+    if len(typed.columns) < 2 or not len(typed):
+        return typed.to_csv(index=False, header=False)
+    cols = []
+    for c in typed.columns:
+        dtype, values = typed[c].dtype, typed[c].tolist()
+        if dtype == "float64":
+            cols.append(["" if x != x else repr(x) for x in values])
+        elif dtype == "int64":
+            cols.append([str(x) for x in values])
+        elif isinstance(dtype, pd.StringDtype) and all(type(x) is str for x in values):
+            text = "".join(values)
+            if "," in text or '"' in text or "\n" in text or "\r" in text:
+                return typed.to_csv(index=False, header=False)
+            cols.append(values)
+        else:
+            return typed.to_csv(index=False, header=False)
+    return os.linesep.join(map(",".join, zip(*cols))) + os.linesep  # pandas' default line end
 
 
 def _manifest_part(df) -> tuple | None:
