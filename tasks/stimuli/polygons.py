@@ -612,7 +612,14 @@ def _group(cls: str, seed: int, ci: int, k0: int, k1: int, levels: tuple, varian
     oe = owner * v.shape[1] + es                                       # (image, edge) of each run, flat
     cx, cy, ro = scx.reshape(-1, slots)[oe], scy.reshape(-1, slots)[oe], rs[owner, None]  # [runs, slots]
     # only runs that a disc's bounding box touches need the exact test; the others are kept whole
-    near = ((np.abs(ys[:, None] - cy) <= ro) & (cx - ro <= ls[:, None]) & (cx + ro >= fs[:, None])).any(axis=1)
+    # (the same comparisons in fewer passes: in-place temporaries, and the two-slot case without a reduction)
+    tmp = ys[:, None] - cy
+    near = np.abs(tmp, out=tmp) <= ro
+    np.subtract(cx, ro, out=tmp)
+    near &= tmp <= ls[:, None]
+    np.add(cx, ro, out=tmp)
+    near &= tmp >= fs[:, None]
+    near = near[:, 0] | near[:, 1] if slots == 2 else near.any(axis=1)
     o = owner[near]
     starts, ends = _runs_minus_discs(ys[near], fs[near], ls[near], cx[near], cy[near], rs[o])
     keep = starts <= ends
