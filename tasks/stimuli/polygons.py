@@ -305,7 +305,7 @@ def _stroke_rows(v: np.ndarray, size: int, reach: float) -> tuple[np.ndarray, np
     S = size
     n = v.shape[1]
     ax, ay, dx, dy, q, e, y = _edge_rows(v, S, reach)
-    ax, ay, dx, dy, q = ax[e], ay[e], dx[e], dy[e], q[e]
+    ax, ay, dx, dy, q = ax.take(e), ay.take(e), dx.take(e), dy.take(e), q.take(e)
     py = y - ay
     r2 = reach * reach
     lo = np.full(len(e), np.inf)
@@ -593,9 +593,10 @@ def _group(cls: str, seed: int, ci: int, k0: int, k1: int, levels: tuple, varian
     cs = np.concatenate(centres)                                       # [images, m, 2]
     rs = np.concatenate([r] * len(degraded))
     counts = [bounds[b + 1] - bounds[b] for b, _, _, _ in images]
-    idx = np.concatenate([np.arange(bounds[b], bounds[b + 1]) for b, _, _, _ in images])
     owner = np.repeat(np.arange(len(images)), counts)                # runs, image by image
-    ys, fs, ls, es = y[idx], first[idx], last[idx], edge[idx]
+    at = np.array([bounds[b] for b, _, _, _ in images], np.int64)     # each image's first run in the batch
+    idx = np.arange(len(owner)) + np.repeat(at - (np.cumsum(counts) - counts), counts)
+    ys, fs, ls, es = y.take(idx), first.take(idx), last.take(idx), edge.take(idx)
     # a disc can only reach an edge's runs if its centre lies within radius + reach of the edge: per image
     # and edge, the few such discs (the others' slots point far away), so a run is tested against those only
     va = v[[b for b, _, _, _ in images]]                               # [images, n, 2]
@@ -610,7 +611,8 @@ def _group(cls: str, seed: int, ci: int, k0: int, k1: int, levels: tuple, varian
     scx = np.where(ok, np.take_along_axis(cs[:, :, 0, None], pick, 1), -1e4).transpose(0, 2, 1)  # [images, n, slots]
     scy = np.where(ok, np.take_along_axis(cs[:, :, 1, None], pick, 1), -1e4).transpose(0, 2, 1)
     oe = owner * v.shape[1] + es                                       # (image, edge) of each run, flat
-    cx, cy, ro = scx.reshape(-1, slots)[oe], scy.reshape(-1, slots)[oe], rs[owner, None]  # [runs, slots]
+    cx, cy = scx.reshape(-1, slots).take(oe, 0), scy.reshape(-1, slots).take(oe, 0)  # [runs, slots]
+    ro = rs.take(owner)[:, None]          # (take: NumPy's integer gather without fancy indexing's overhead)
     # only runs that a disc's bounding box touches need the exact test; the others are kept whole
     # (the same comparisons in fewer passes: in-place temporaries, and the two-slot case without a reduction)
     tmp = ys[:, None] - cy
@@ -620,13 +622,14 @@ def _group(cls: str, seed: int, ci: int, k0: int, k1: int, levels: tuple, varian
     np.add(cx, ro, out=tmp)
     near &= tmp >= fs[:, None]
     near = near[:, 0] | near[:, 1] if slots == 2 else near.any(axis=1)
-    o = owner[near]
-    starts, ends = _runs_minus_discs(ys[near], fs[near], ls[near], cx[near], cy[near], rs[o])
+    hit, miss = np.flatnonzero(near), np.flatnonzero(~near)           # indices once: cheaper than 10 masks
+    o, yn = owner.take(hit), ys.take(hit)
+    starts, ends = _runs_minus_discs(yn, fs.take(hit), ls.take(hit), cx.take(hit, 0), cy.take(hit, 0), rs.take(o))
     keep = starts <= ends
     # pixels of the untouched runs and of the touched runs' pieces, each in image order; an image is both slices
     parts = []
-    for y_, f_, l_, own in ((ys[~near], fs[~near], ls[~near], owner[~near]),
-                            (np.broadcast_to(ys[near][:, None], keep.shape)[keep], starts[keep], ends[keep],
+    for y_, f_, l_, own in ((ys.take(miss), fs.take(miss), ls.take(miss), owner.take(miss)),
+                            (np.broadcast_to(yn[:, None], keep.shape)[keep], starts[keep], ends[keep],
                              np.broadcast_to(o[:, None], keep.shape)[keep])):
         pix = _run_pixels(y_, f_, l_, size)
         cut = np.cumsum(np.bincount(own, weights=l_ - f_ + 1, minlength=len(images))).astype(np.int64).tolist()
