@@ -625,12 +625,12 @@ def _group(cls: str, seed: int, ci: int, k0: int, k1: int, levels: tuple, varian
     hit, miss = np.flatnonzero(near), np.flatnonzero(~near)           # indices once: cheaper than 10 masks
     o, yn = owner.take(hit), ys.take(hit)
     starts, ends = _runs_minus_discs(yn, fs.take(hit), ls.take(hit), cx.take(hit, 0), cy.take(hit, 0), rs.take(o))
-    keep = starts <= ends
+    keep = np.flatnonzero(starts <= ends)                              # the non-empty pieces, flat, run by run
+    run = keep // starts.shape[1]
     # pixels of the untouched runs and of the touched runs' pieces, each in image order; an image is both slices
     parts = []
     for y_, f_, l_, own in ((ys.take(miss), fs.take(miss), ls.take(miss), owner.take(miss)),
-                            (np.broadcast_to(yn[:, None], keep.shape)[keep], starts[keep], ends[keep],
-                             np.broadcast_to(o[:, None], keep.shape)[keep])):
+                            (yn.take(run), starts.take(keep), ends.take(keep), o.take(run))):
         pix = _run_pixels(y_, f_, l_, size)
         cut = np.cumsum(np.bincount(own, weights=l_ - f_ + 1, minlength=len(images))).astype(np.int64).tolist()
         parts.append((pix, [0] + cut))
