@@ -4,6 +4,7 @@ touches anything. The 3D-PC builds run behind ``-m slow`` (minutes on 2 cores), 
 and submitit's local executor."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -166,3 +167,107 @@ def test_threedpc_four_shards_with_submitit_local_executor(tmp_path):
     assert len(list((out / ".shards").iterdir())) == 4
     assert "merged 4 shard(s)" in run(cfg, "merge/4", progress=False)
     assert tree(out) == tree(tmp_path / "whole")
+
+
+def test_two_workers_with_cut_shards_are_byte_identical(whole, tmp_path):
+    """With workers the last shards are rendered in pieces and each shard's CSV lines are made as its rows
+    file is written (the final table joins them): every file is the one-process run's, byte for byte."""
+    from tasks.stimuli.writer import _pieces
+
+    jobs = [("d", None, 0, k, list(range(4)), "o", 6) for k in range(5)]
+    assert [j[3] for j in _pieces(jobs, 2)] == [(0, 0, 1), (1, 0, 1), (2, 0, 1), (3, 0, 2), (3, 1, 2), (4, 0, 2),
+                                                (4, 1, 2)]
+    assert [j[4] for j in _pieces(jobs, 2)][-2:] == [[0, 1], [2, 3]]
+    out = tmp_path / "two"
+    write_dataset(out=out, workers=2, **GEN)
+    assert tree(out) == whole
+
+
+def test_table_joined_from_shards_equals_pandas_whole_table(tmp_path, monkeypatch):
+    """The final CSV joined from the shards' lines equals pandas' CSV of the whole table when every shard
+    has the table's columns and dtypes, and is formatted whole when one does not (a column missing from a
+    shard, integers in one shard and floats in another); the manifest from the shards' parts equals the one
+    taken from the whole table."""
+    import pandas as pd
+
+    import tasks.stimuli.writer as W
+    from tasks.stimuli.writer import _TableParts, _finish, _table, _write_rows
+
+    def row(i, **extra):
+        made = i % 3 != 1  # some rows skipped (no image), the others with a file and its digest
+        return {"file_name": f"c{i % 2}/i{i}.png" if made else "", "dataset": "d", "condition": ["c,1", "b"][i % 2],
+                "item_id": f"i{i}", "set_id": 's"q', "seed": 0, **extra, "skipped": "" if made else f"bad {i}",
+                "sha256": f"{i:064x}" if made else ""}
+
+    cases = {"same": [[row(0, x=1, f=0.1), row(1, x=2, f=1e-7)], [row(2, x=3, f=2.5e16), row(3, x=-4, f=float("nan"))]],
+             "missing": [[row(0, x=1)], [row(1, x=2, y="a\nb")]],
+             "int_float": [[row(0, x=1)], [row(1, x=2.5)]]}
+    for case, shards in cases.items():
+        out = tmp_path / case
+        (out / ".shards").mkdir(parents=True)
+        for k, rows in enumerate(shards):
+            _write_rows(out, k, rows)
+        parts = _TableParts()
+        parts.add(out, 0)  # one shard formatted early, the other in _finish
+        _finish(out, "d", 0, len(shards), parts)
+        df = _table(pd.concat([pd.read_parquet(out / ".shards" / f"{k:05d}.parquet") for k in range(len(shards))],
+                              ignore_index=True))
+        want = tmp_path / f"{case}.csv"
+        df.to_csv(want, index=False)
+        assert (out / "annotations.csv").read_bytes() == want.read_bytes(), case
+        assert not parts.parts
+        manifest = (out / "manifest.json").read_bytes()
+        with monkeypatch.context() as m:
+            m.setattr(W, "_manifest_part", lambda df: None)  # the whole table's way
+            _finish(out, "d", 0, len(shards))
+        assert (out / "manifest.json").read_bytes() == manifest, case
+        assert json.loads(manifest)["skipped"] == {"i1": "bad 1"} and json.loads(manifest)["images"] == len(
+            [r for rows in shards for r in rows if r["file_name"]])
+
+
+def test_shard_csv_lines_equal_pandas(monkeypatch):
+    """The shards' CSV lines formatted in plain Python equal pandas' (the reference) on a typed table with
+    awkward numbers (NaN, inf, -0.0, 1e-7, 2.5e16, 1e16, 0.1 + 0.2, big integers), and every case that
+    needs quoting, missing values, other dtypes or a single column goes to pandas and still gives its text."""
+    import pandas as pd
+
+    import tasks.stimuli.writer as W
+
+    floats = [float("nan"), float("inf"), -float("inf"), -0.0, 1e-7, 2.5e16, 1e16, 0.1 + 0.2, 123.456, 5e-324, 1.0]
+    n = len(floats)
+    base = {"file_name": [f"c/i{i}.png" for i in range(n)], "dataset": ["d"] * n, "condition": ["c"] * n,
+            "item_id": [f"i{i}" for i in range(n)], "set_id": [" s "] * n, "seed": [2**62] * n,
+            "f": floats, "k": [-(2**40), 0, 7] + [1] * (n - 3), "s": ["", "a b", "é"] + ["x"] * (n - 3)}
+    fallbacks = {"comma": ("s", ["a,b"] + ["x"] * (n - 1)), "quote": ("s", ['a"b'] + ["x"] * (n - 1)),
+                 "newline": ("s", ["a\nb"] + ["x"] * (n - 1)), "cr": ("s", ["a\rb"] + ["x"] * (n - 1)),
+                 "missing": ("s", [None] + ["x"] * (n - 1)), "bool": ("b", [True, False] * (n // 2) + [True])}
+    pandas_calls = []
+    real = pd.DataFrame.to_csv
+    monkeypatch.setattr(pd.DataFrame, "to_csv", lambda self, *a, **k: pandas_calls.append(1) or real(self, *a, **k))
+    typed = W._table(pd.DataFrame(base))
+    assert W._csv_lines(typed) == real(typed, index=False, header=False) and not pandas_calls
+    for case, (col, values) in fallbacks.items():
+        typed = W._table(pd.DataFrame({**base, col: values}))
+        pandas_calls.clear()
+        assert W._csv_lines(typed) == real(typed, index=False, header=False), case
+        assert pandas_calls, case
+    for typed in (pd.DataFrame({"file_name": ["", "b"]}).astype("string"), W._table(pd.DataFrame(base).head(0))):
+        assert W._csv_lines(typed) == real(typed, index=False, header=False)   # one column; no rows
+
+
+def test_package_version_equals_importlib_metadata(tmp_path, monkeypatch):
+    """The version recorded in every output, read from the dist-info without importing importlib.metadata
+    (a run's start-up), equals importlib.metadata's, installed or not."""
+    from render.files import package_version, package_version_reference
+
+    assert package_version() == package_version_reference() != ""
+    for name, version in (("vantage-9.8.7.dist-info", "9.8.7"), ("Vantage-1.2.3.dist-info", "1.2.3")):
+        d = tmp_path / name
+        d.mkdir(parents=True)
+        (d / "METADATA").write_text(f"Metadata-Version: 2.1\nName: vantage\nVersion: {version}\n\nVersion: no\n")
+        monkeypatch.setattr(sys, "path", [str(tmp_path / "missing"), str(tmp_path), *sys.path])
+        assert package_version() == package_version_reference() == version, name
+        monkeypatch.undo()
+        import shutil
+
+        shutil.rmtree(d)

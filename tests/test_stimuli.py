@@ -242,6 +242,27 @@ def test_png_encoder_round_trips_through_pil():
         png_bytes(smooth, row_filter="paeth")
 
 
+def test_png_chunks_fast_path_equal_the_plain_chunk():
+    """The IDAT chunk with its CRC continued from the tag's, and the cached signature + IHDR, are the bytes
+    of the plain chunk builder (the reference): the chunk layout and CRC-32 over tag + data."""
+    import struct
+    import zlib
+
+    from render.files import _IEND, _chunk, _idat, _png_head, png_bytes
+
+    for data in (b"", b"x", bytes(range(256)) * 9):
+        got = _idat(data)
+        assert got == _chunk(b"IDAT", data)
+        assert got[:8] == struct.pack(">I", len(data)) + b"IDAT" and got[8:-4] == data
+        assert got[-4:] == struct.pack(">I", zlib.crc32(b"IDAT" + data))
+    assert _IEND == b"\x00\x00\x00\x00IEND\xaeB`\x82"                 # the fixed IEND chunk of every PNG
+    for w, h, colour in ((224, 224, 2), (7, 5, 0)):
+        head = _png_head(w, h, colour)
+        assert head == b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, colour, 0, 0, 0))
+        img = np.zeros((h, w, 3) if colour == 2 else (h, w), np.uint8)
+        assert png_bytes(img).startswith(head) and png_bytes(img).endswith(_IEND)
+
+
 def test_removed_fraction_exact_against_dense_sampling():
     rng = np.random.default_rng(5)
     for cls in ("triangle", "square", "heptagon", "octagon"):
@@ -504,6 +525,32 @@ def test_workers_do_not_import_pandas(tmp_path):
     assert len(list(tmp_path.rglob("*.png"))) == 3
 
 
+
+def test_registry_imports_only_the_requested_generator():
+    """A lookup imports the generator's own module (a run's start-up: not every generator, MindSet's ~30
+    modules included); a listing imports them all; the table of homes matches where each name is registered."""
+    code = ("import sys\n"
+            "from tasks.stimuli import GENERATORS\n"
+            "from tasks.stimuli.registry import get_generator\n"
+            "g = get_generator('degraded_polygons')\n"
+            "print(g.module, sorted(m for m in ('tasks.stimuli.mindset', 'tasks.stimuli.gratings',\n"
+            "      'tasks.stimuli.distortions', 'pandas') if m in sys.modules))\n"
+            "names = sorted(GENERATORS)\n"
+            "print(len(names) == len(GENERATORS) > 30, 'tasks.stimuli.mindset' in sys.modules)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split("\n")[:2] == ["tasks.stimuli.polygons []", "True True"], r.stdout
+
+    from tasks.stimuli import GENERATORS
+    from tasks.stimuli.registry import MODULES, home
+
+    listed = dict(GENERATORS.items())
+    assert {g.module.split(".")[2] for g in listed.values()} == {m.split(".")[2] for m in MODULES}
+    for name, gen in listed.items():  # every name in the table, pointing at the module that registers it
+        assert home(name) is not None, f"{name}: add it to tasks.stimuli.registry.HOMES"
+        assert gen.module == home(name) or gen.module.startswith(home(name) + "."), (name, gen.module)
+    assert "shapes" not in GENERATORS and GENERATORS.get("shapes") is None and 3 not in GENERATORS
+
 def test_gallery_natural_size_and_numeric_order(tmp_path):
     from tasks.gallery import condition_key, write_gallery
 
@@ -539,3 +586,26 @@ def test_export_release_layout(tmp_path):
         name = f"4_0_{'nocorners' if r.variant == 'corners' else 'noedges'}.png"
         assert (rel / "p0.30" / "pngs" / name).read_bytes() == (out / r.file_name).read_bytes()
     assert json.loads((rel / "p0.30" / "generator_args.txt").read_text())["level"] == 0.3
+
+
+def test_two_disc_spans_equal_the_sorted_spans():
+    """The two-disc fast path of the pieces left between disc spans (compare-and-swap) equals the general
+    stable sort and running maximum, on random runs and spans with ties, misses, overlaps and spans outside
+    the run."""
+    from tasks.stimuli.polygons import _sorted_spans, _two_spans
+
+    rng = np.random.default_rng(12)
+    big = np.int64(1) << 40
+    n = 20000
+    first = rng.integers(0, 200, n)
+    last = first + rng.integers(-1, 30, n)
+    a = first[:, None] + rng.integers(-10, 40, (n, 2))
+    b = a + rng.integers(0, 12, (n, 2))
+    a[:500, 1] = a[:500, 0]                                       # ties: the stable order is kept
+    miss = rng.random((n, 2)) < 0.2
+    a, b = np.where(miss, big, a), np.where(miss, -big, b)
+    got, ref = _two_spans(first, last, a, b, big), _sorted_spans(first, last, a, b, big)
+    for g, r in zip(got, ref, strict=True):
+        assert g.dtype == r.dtype and g.shape == r.shape == (n, 3)
+        np.testing.assert_array_equal(g, r)
+    assert (got[0] <= got[1]).any() and (got[0] > got[1]).any()   # both kept and empty pieces occur

@@ -1,6 +1,8 @@
-"""2D stimulus generators: one contract (registry.py), one writer (writer.py), one CLI (tasks.generate)."""
-from . import distortions, gratings, polygons  # noqa: F401  (register the generators)
-from . import mindset  # noqa: F401  (MindSet: Vision datasets, mindset/<name>; issue 13)
+"""2D stimulus generators: one contract (registry.py), one writer (writer.py), one CLI (tasks.generate).
+
+The generator modules (distortions, gratings, polygons, mindset/) register themselves when imported; the
+registry imports them on demand (a name's own module when it is looked up, all of them when it is listed),
+so a run pays for its own generator's imports only."""
 from .registry import GENERATORS, ConfigError, Item, describe
 from .writer import SkipItem, write_dataset
 

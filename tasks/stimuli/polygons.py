@@ -305,7 +305,7 @@ def _stroke_rows(v: np.ndarray, size: int, reach: float) -> tuple[np.ndarray, np
     S = size
     n = v.shape[1]
     ax, ay, dx, dy, q, e, y = _edge_rows(v, S, reach)
-    ax, ay, dx, dy, q = ax[e], ay[e], dx[e], dy[e], q[e]
+    ax, ay, dx, dy, q = ax.take(e), ay.take(e), dx.take(e), dy.take(e), q.take(e)
     py = y - ay
     r2 = reach * reach
     lo = np.full(len(e), np.inf)
@@ -380,10 +380,33 @@ def _runs_minus_discs(y: np.ndarray, first: np.ndarray, last: np.ndarray, cx: np
     big = np.int64(1) << 40
     a = np.where(hit, (cx2 - s + 1) // 2, big)                      # the disc's first and last x on the row
     b = np.where(hit, (cx2 + s) // 2, -big)
+    if a.shape[1] == 2:  # two discs per run (every run of the paper set): a compare-and-swap, no sort
+        return _two_spans(first, last, a, b, big)
+    return _sorted_spans(first, last, a, b, big)
+
+
+def _sorted_spans(first: np.ndarray, last: np.ndarray, a: np.ndarray, b: np.ndarray, big) -> tuple[np.ndarray, np.ndarray]:
+    """The pieces of runs ``first`` .. ``last`` left between the discs' spans ``a`` .. ``b`` [runs, m] (no span:
+    a = ``big``, b = −``big``), as :func:`_runs_minus_discs` returns them: the spans sorted by start (stable),
+    each piece from the furthest span end so far to the next span's start."""
     order = np.argsort(a, axis=1, kind="stable")
     a, b = np.take_along_axis(a, order, 1), np.take_along_axis(b, order, 1)
     starts = np.maximum.accumulate(np.concatenate([first[:, None], b + 1], axis=1), axis=1)
     ends = np.concatenate([np.where(a < big, np.minimum(a - 1, last[:, None]), -1), last[:, None]], axis=1)
+    return starts, ends
+
+
+def _two_spans(first: np.ndarray, last: np.ndarray, a: np.ndarray, b: np.ndarray, big) -> tuple[np.ndarray, np.ndarray]:
+    """The pieces of :func:`_runs_minus_discs` for two discs per run (its sort and running maximum written
+    out for two columns: the spans swapped where the second starts first — strictly, as the stable sort —
+    and the pieces' starts and ends built column by column; :func:`_sorted_spans` is the reference, tested equal)."""
+    swap = a[:, 1] < a[:, 0]
+    a0, a1 = np.where(swap, a[:, 1], a[:, 0]), np.where(swap, a[:, 0], a[:, 1])
+    b0, b1 = np.where(swap, b[:, 1], b[:, 0]), np.where(swap, b[:, 0], b[:, 1])
+    s1 = np.maximum(first, b0 + 1)
+    starts = np.stack([first, s1, np.maximum(s1, b1 + 1)], axis=1)
+    ends = np.stack([np.where(a0 < big, np.minimum(a0 - 1, last), -1), np.where(a1 < big, np.minimum(a1 - 1, last), -1),
+                     last], axis=1)
     return starts, ends
 
 
@@ -570,9 +593,10 @@ def _group(cls: str, seed: int, ci: int, k0: int, k1: int, levels: tuple, varian
     cs = np.concatenate(centres)                                       # [images, m, 2]
     rs = np.concatenate([r] * len(degraded))
     counts = [bounds[b + 1] - bounds[b] for b, _, _, _ in images]
-    idx = np.concatenate([np.arange(bounds[b], bounds[b + 1]) for b, _, _, _ in images])
     owner = np.repeat(np.arange(len(images)), counts)                # runs, image by image
-    ys, fs, ls, es = y[idx], first[idx], last[idx], edge[idx]
+    at = np.array([bounds[b] for b, _, _, _ in images], np.int64)     # each image's first run in the batch
+    idx = np.arange(len(owner)) + np.repeat(at - (np.cumsum(counts) - counts), counts)
+    ys, fs, ls, es = y.take(idx), first.take(idx), last.take(idx), edge.take(idx)
     # a disc can only reach an edge's runs if its centre lies within radius + reach of the edge: per image
     # and edge, the few such discs (the others' slots point far away), so a run is tested against those only
     va = v[[b for b, _, _, _ in images]]                               # [images, n, 2]
@@ -586,17 +610,27 @@ def _group(cls: str, seed: int, ci: int, k0: int, k1: int, levels: tuple, varian
     ok = np.take_along_axis(reach_ok, pick, 1)
     scx = np.where(ok, np.take_along_axis(cs[:, :, 0, None], pick, 1), -1e4).transpose(0, 2, 1)  # [images, n, slots]
     scy = np.where(ok, np.take_along_axis(cs[:, :, 1, None], pick, 1), -1e4).transpose(0, 2, 1)
-    cx, cy, ro = scx[owner, es], scy[owner, es], rs[owner, None]       # [runs, slots]
+    oe = owner * v.shape[1] + es                                       # (image, edge) of each run, flat
+    cx, cy = scx.reshape(-1, slots).take(oe, 0), scy.reshape(-1, slots).take(oe, 0)  # [runs, slots]
+    ro = rs.take(owner)[:, None]          # (take: NumPy's integer gather without fancy indexing's overhead)
     # only runs that a disc's bounding box touches need the exact test; the others are kept whole
-    near = ((np.abs(ys[:, None] - cy) <= ro) & (cx - ro <= ls[:, None]) & (cx + ro >= fs[:, None])).any(axis=1)
-    o = owner[near]
-    starts, ends = _runs_minus_discs(ys[near], fs[near], ls[near], cx[near], cy[near], rs[o])
-    keep = starts <= ends
+    # (the same comparisons in fewer passes: in-place temporaries, and the two-slot case without a reduction)
+    tmp = ys[:, None] - cy
+    near = np.abs(tmp, out=tmp) <= ro
+    np.subtract(cx, ro, out=tmp)
+    near &= tmp <= ls[:, None]
+    np.add(cx, ro, out=tmp)
+    near &= tmp >= fs[:, None]
+    near = near[:, 0] | near[:, 1] if slots == 2 else near.any(axis=1)
+    hit, miss = np.flatnonzero(near), np.flatnonzero(~near)           # indices once: cheaper than 10 masks
+    o, yn = owner.take(hit), ys.take(hit)
+    starts, ends = _runs_minus_discs(yn, fs.take(hit), ls.take(hit), cx.take(hit, 0), cy.take(hit, 0), rs.take(o))
+    keep = np.flatnonzero(starts <= ends)                              # the non-empty pieces, flat, run by run
+    run = keep // starts.shape[1]
     # pixels of the untouched runs and of the touched runs' pieces, each in image order; an image is both slices
     parts = []
-    for y_, f_, l_, own in ((ys[~near], fs[~near], ls[~near], owner[~near]),
-                            (np.broadcast_to(ys[near][:, None], keep.shape)[keep], starts[keep], ends[keep],
-                             np.broadcast_to(o[:, None], keep.shape)[keep])):
+    for y_, f_, l_, own in ((ys.take(miss), fs.take(miss), ls.take(miss), owner.take(miss)),
+                            (yn.take(run), starts.take(keep), ends.take(keep), o.take(run))):
         pix = _run_pixels(y_, f_, l_, size)
         cut = np.cumsum(np.bincount(own, weights=l_ - f_ + 1, minlength=len(images))).astype(np.int64).tolist()
         parts.append((pix, [0] + cut))
