@@ -19,9 +19,12 @@ an outline is dropped as partial rather than labelled in a way no person could c
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import numpy as np
+
+from scenes.props import cross3
 
 from .schema import ConfigError, field, validate_config
 
@@ -143,6 +146,19 @@ def raycast_visible_fractions(eyes, target, occluders, n_rays: int = 256) -> np.
     return 1.0 - blocked.reshape(len(eyes), n_rays).mean(1)
 
 
+@functools.lru_cache(maxsize=32)
+def _spiral(m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A Vogel spiral of ``m`` points on the unit disc: (sqrt(k/m), cos φ, sin φ) with k = i + 0.5 and the
+    golden angle φ = k·π(3 − √5); read-only, shared by every :class:`ClearanceDisc` (the same values it
+    computed per call before, once per m)."""
+    k = np.arange(m) + 0.5
+    phi = k * math.pi * (3 - math.sqrt(5))
+    out = (np.sqrt(k / m), np.cos(phi), np.sin(phi))
+    for a in out:
+        a.flags.writeable = False
+    return out
+
+
 class ClearanceDisc:
     """The target grown by a clearance ring, as ray-cast targets (``facing_points``) for the VPT rule v3.0.
 
@@ -164,15 +180,14 @@ class ClearanceDisc:
         view = c - eye
         view = view / np.linalg.norm(view)
         helper = np.array([0, 0, 1.0]) if abs(view[2]) < 0.9 else np.array([1.0, 0, 0])
-        a = np.cross(view, helper)
+        a = cross3(view, helper)
         a /= np.linalg.norm(a)
-        b = np.cross(view, a)
+        b = cross3(view, a)
         m = 2 * n  # the dropped lower part is at most half the disc
         while True:
-            k = np.arange(m) + 0.5
-            r = self.radius * np.sqrt(k / m)
-            phi = k * math.pi * (3 - math.sqrt(5))
-            pts = c + (r * np.cos(phi))[:, None] * a + (r * np.sin(phi))[:, None] * b
+            sq, cos_phi, sin_phi = _spiral(m)
+            r = self.radius * sq
+            pts = c + (r * cos_phi)[:, None] * a + (r * sin_phi)[:, None] * b
             keep = pts[pts[:, 2] >= self.floor - 1e-9]
             if len(keep) >= n:
                 return keep[np.linspace(0, len(keep) - 1, n).round().astype(int)]

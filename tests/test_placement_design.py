@@ -255,3 +255,65 @@ def test_turned_to_viewer_reproduces_the_positive_cosine_out_of_view():
         assert not in_view(turned.observer, turned.target)
         assert turned.observer.position == pl.observer.position
     assert done > 100
+
+
+def test_support_mesh_moved_from_the_origin_equals_the_parts_built_in_place():
+    """Support.mesh() builds a shape once at the origin and moves it (a VPT-Strategy scan places supports at
+    121 positions per attempt); vertices and faces must be bit for bit those of the parts built in place."""
+    from scenes.props import SUPPORT_KINDS, Support, support_mesh_reference
+
+    rng = np.random.default_rng(3)
+    for k in range(40):
+        kind = SUPPORT_KINDS[k % 2]
+        bottom = float(rng.uniform(-0.2, 0.3))
+        s = Support(kind, tuple(rng.uniform(-5, 5, 2)), bottom, bottom + float(rng.uniform(0.05, 1.5)),
+                    float(rng.uniform(0.05, 0.6)), yaw_deg=float(rng.uniform(-180, 180)))
+        fast, ref = s.mesh(), support_mesh_reference(s)
+        assert np.asarray(fast.vertices).tobytes() == np.asarray(ref.vertices).tobytes()
+        assert np.array_equal(fast.faces, ref.faces)
+
+
+def test_cross3_is_numpy_cross_bit_for_bit():
+    from scenes.props import cross3
+
+    rng = np.random.default_rng(0)
+    for _ in range(2000):
+        u, v = rng.normal(size=3) * 10.0 ** rng.integers(-6, 6), rng.normal(size=3)
+        assert cross3(u, v).tobytes() == np.cross(u, v).tobytes()
+
+
+def test_clearance_disc_points_equal_the_per_call_spiral():
+    """ClearanceDisc.facing_points reads a cached spiral; the points are bit for bit those of the spiral
+    computed per call with numpy.cross (the code before the cache)."""
+    import math
+
+    from tasks.labels import ClearanceDisc
+    from tasks.placement import Target
+
+    def reference(disc, eye, n):
+        c = disc.target.center
+        view = c - eye
+        view = view / np.linalg.norm(view)
+        helper = np.array([0, 0, 1.0]) if abs(view[2]) < 0.9 else np.array([1.0, 0, 0])
+        a = np.cross(view, helper)
+        a /= np.linalg.norm(a)
+        b = np.cross(view, a)
+        m = 2 * n
+        while True:
+            k = np.arange(m) + 0.5
+            r = disc.radius * np.sqrt(k / m)
+            phi = k * math.pi * (3 - math.sqrt(5))
+            pts = c + (r * np.cos(phi))[:, None] * a + (r * np.sin(phi))[:, None] * b
+            keep = pts[pts[:, 2] >= disc.floor - 1e-9]
+            if len(keep) >= n:
+                return keep[np.linspace(0, len(keep) - 1, n).round().astype(int)]
+            m *= 2
+
+    rng = np.random.default_rng(1)
+    for _ in range(50):
+        disc = ClearanceDisc(Target(tuple(rng.uniform(-2, 2, 3)), size=float(rng.uniform(0.05, 0.4))),
+                             float(rng.uniform(0, 1)))
+        eye = rng.uniform(-4, 4, 3)
+        eye[2] = rng.choice([rng.uniform(-4, 4), disc.target.center[2] + 5.0])  # incl. views from straight above
+        for n in (64, 256):
+            assert disc.facing_points(eye, n).tobytes() == reference(disc, eye, n).tobytes()

@@ -425,8 +425,19 @@ def strategy_scene_rows(cfg: BuildConfig, scene, tmp: Path, final: Path) -> tupl
         # whole-aperture verdict per position (rule v2.0+, 64 rays per aperture point for the scan): a step
         # clear or blocked only from the lens centre would be 'partial' in vpt_label and fail the sequence
         scan_rules = dataclasses.replace(cfg.rules, n_rays=64)
-        verdict = [aperture_label(p.observer, p.target, CompositeOccluders([occ] + [sp.mesh() for sp in p.supports]),
-                                  scan_rules, visible_in_view=True)["vpt_reason"] for p in map(at, grid)]
+
+        def verdict_at(t):
+            p = at(t)
+            return aperture_label(p.observer, p.target, CompositeOccluders([occ] + [sp.mesh() for sp in p.supports]),
+                                  scan_rules, visible_in_view=True)["vpt_reason"]
+
+        # both ends first: a path not clear at an end fails whatever lies between (the same verdict and
+        # rejection count as scanning every position; the scan draws no random numbers)
+        ends = (verdict_at(grid[0]), verdict_at(grid[-1]))
+        if ends != ("visible", "visible"):
+            tries["no_clear_blocked_clear"] += 1
+            continue
+        verdict = [ends[0], *(verdict_at(t) for t in grid[1:-1]), ends[1]]
         blocked = np.array([v == "occluded" for v in verdict])
         clear = np.array([v == "visible" for v in verdict])
         if not blocked.any() or not clear[0] or not clear[-1]:
