@@ -820,30 +820,42 @@ def _act_key(scene) -> tuple:
 
 
 def cached_activation(scene, parallel: bool = True):
-    """``activate(scene)`` from the cache (made and stored on first use); see ``ACT_CACHE_SIZE``."""
+    """``activate(scene)`` from the cache, or None the first time these arrays are seen (they are then only
+    remembered, so a Gaussian set rendered once — e.g. one made per frame — pays nothing for a cache it would
+    never reuse); made and stored on the second. See ``ACT_CACHE_SIZE``."""
+    arrays = (scene.quats, scene.log_scales, scene.opacity_logits)
     k = _act_key(scene)
     with _ACT_LOCK:
         entry = _ACT_CACHE.get(k)
-        if entry is not None and all(r() is a for r, a in zip(entry[0], (scene.quats, scene.log_scales,
-                                                                         scene.opacity_logits))) \
-                and entry[1].shape[0] == len(scene):
+        same = entry is not None and all(r() is a for r, a in zip(entry[0], arrays))
+        if same and entry[1] is not None and entry[1].shape[0] == len(scene):
+            _ACT_CACHE[k] = _ACT_CACHE.pop(k)  # most recently used last
             return entry[1], entry[2]
+        if not same:
+            _remember(k, arrays, None, None)
+            return None
     return _store_activation(scene, parallel)
 
 
 def _store_activation(scene, parallel: bool):
     act, key = activate(scene, parallel)
-    k = _act_key(scene)
-    arrays = (scene.quats, scene.log_scales, scene.opacity_logits)
-    refs = tuple(weakref.ref(a) for a in arrays)
     with _ACT_LOCK:
-        _ACT_CACHE.pop(k, None)
-        while len(_ACT_CACHE) >= ACT_CACHE_SIZE:
-            _ACT_CACHE.pop(next(iter(_ACT_CACHE)))
-        _ACT_CACHE[k] = (refs, act, key)
-    for a in arrays:
-        weakref.finalize(a, _drop_activation, k, refs)
+        _remember(_act_key(scene), (scene.quats, scene.log_scales, scene.opacity_logits), act, key)
     return act, key
+
+
+def _remember(k: tuple, arrays: tuple, act, key) -> None:
+    """Store an entry (caller holds ``_ACT_LOCK``); the oldest goes beyond ``ACT_CACHE_SIZE``."""
+    old = _ACT_CACHE.pop(k, None)
+    while len(_ACT_CACHE) >= ACT_CACHE_SIZE:
+        _ACT_CACHE.pop(next(iter(_ACT_CACHE)))
+    if old is not None and all(r() is a for r, a in zip(old[0], arrays)):
+        refs = old[0]  # same arrays: their finalizers are already registered
+    else:
+        refs = tuple(weakref.ref(a) for a in arrays)
+        for a in arrays:
+            weakref.finalize(a, _drop_activation, k, refs)
+    _ACT_CACHE[k] = (refs, act, key)
 
 
 def _drop_activation(k: tuple, refs: tuple) -> None:
@@ -866,11 +878,14 @@ def project(scene, camera, near: float = NEAR, far: float = FAR, parallel: bool 
     view = (np.ascontiguousarray(camera.w2c, np.float64), float(camera.fx), float(camera.fy), float(camera.cx),
             float(camera.cy), int(camera.width), int(camera.height), float(near), float(far), rec, radii)
     q, ls, ol = scene.quats, scene.log_scales, scene.opacity_logits
-    if not cache or any(a.dtype != np.float32 or not a.flags.c_contiguous for a in (q, ls, ol)):
-        # (the key compares float32 bit patterns; GaussianScene always holds C-contiguous float32)
-        k["_project"](scene.means, scene.quats, scene.log_scales, scene.opacity_logits, scene.sh, *view)
+    cached = None if not cache or any(a.dtype != np.float32 or not a.flags.c_contiguous for a in (q, ls, ol)) \
+        else cached_activation(scene, parallel)
+    if cached is None:
+        # plain: asked for, a Gaussian set seen for the first time, or arrays not the C-contiguous float32 of
+        # a GaussianScene (the key compares float32 bit patterns)
+        k["_project"](scene.means, q, ls, ol, scene.sh, *view)
         return rec, radii
-    act, key = cached_activation(scene, parallel)
+    act, key = cached
     misses = k["_project_cached"](scene.means, q, ls, ol, scene.sh, q.view(np.int32), ls.view(np.int32),
                                   ol.view(np.int32), act, key, *view)
     if misses:

@@ -180,6 +180,8 @@ def test_radix_depth_order_equals_the_stable_argsort():
 def _assert_cached_equals_plain(scene, cams, parallel=True):
     """Records and images with the activation cache equal the plain projection's bit for bit."""
     rng = np.random.default_rng(3)
+    if _cpu.cached_activation(scene, parallel) is None:  # first sighting: only remembered
+        assert _cpu.cached_activation(scene, parallel) is not None
     for cam in cams:
         rec0, radii0 = _cpu.project(scene, cam, parallel=parallel, cache=False)
         rec1, radii1 = _cpu.project(scene, cam, parallel=parallel, cache=True)
@@ -235,3 +237,17 @@ def test_cached_activation_follows_in_place_changes():
     # a new scene whose arrays reuse freed memory addresses never reads a dead entry
     del scene
     assert all(e[0][0]() is not None for e in _cpu._ACT_CACHE.values())
+
+
+def test_activation_cache_is_made_on_the_second_sighting():
+    """A Gaussian set projected once (e.g. one made per frame) gets no cache; the second projection makes it."""
+    scene = random_scene(500, degree=0, seed=9)
+    cam = _cams()[2]
+    rec0, radii0 = _cpu.project(scene, cam, cache=False)
+    for i in range(3):
+        rec, radii = _cpu.project(scene, cam)
+        entry = _cpu._ACT_CACHE[_cpu._act_key(scene)]
+        assert (entry[1] is None) == (i == 0)
+        kept = (radii0 != 0).any(1)
+        assert np.array_equal(radii, radii0) and np.array_equal(rec[kept].view(np.int64), rec0[kept].view(np.int64))
+    assert np.array_equal(entry[1], _cpu.activate(scene)[0])
