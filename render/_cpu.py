@@ -8,7 +8,11 @@ accumulation in float32.
 Pipeline (three passes over the Gaussians, none serial)
 1. ``_project`` (parallel over Gaussians): activation, EWA projection, dilation, conic, per-axis
    radii, view-dependent colour, culling. Writes a packed float64 record per Gaussian (into per-thread
-   scratch arrays kept between frames, :func:`scratch`).
+   scratch arrays kept between frames, :func:`scratch`). ``_project_cached`` is the same with the
+   view-independent activation (normalised quaternion, exp scales, sigmoid opacity, ln(255·o), extent)
+   read from a per-Gaussian-set cache (:func:`cached_activation`, same operations, bit-identical records;
+   the inputs' bit patterns are checked per Gaussian, so arrays changed in place are recomputed);
+   ``_project`` is its plain twin (``render_cpu(cache=False)``).
 2. Binning (``bin_tiles``): one stable sort of the kept Gaussians by camera z (a compiled radix sort of the
    depths' bit patterns, equal to numpy's stable argsort: ``depth_order``) and a parallel
    gather of their records in that order (``packed``: compositing then reads each tile's Gaussians at
