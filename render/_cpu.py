@@ -8,7 +8,11 @@ accumulation in float32.
 Pipeline (three passes over the Gaussians, none serial)
 1. ``_project`` (parallel over Gaussians): activation, EWA projection, dilation, conic, per-axis
    radii, view-dependent colour, culling. Writes a packed float64 record per Gaussian (into per-thread
-   scratch arrays kept between frames, :func:`scratch`).
+   scratch arrays kept between frames, :func:`scratch`). ``_project_cached`` is the same with the
+   view-independent activation (normalised quaternion, exp scales, sigmoid opacity, ln(255·o), extent)
+   read from a per-Gaussian-set cache (:func:`cached_activation`, same operations, bit-identical records;
+   the inputs' bit patterns are checked per Gaussian, so arrays changed in place are recomputed);
+   ``_project`` is its plain twin (``render_cpu(cache=False)``).
 2. Binning (``bin_tiles``): one stable sort of the kept Gaussians by camera z (a compiled radix sort of the
    depths' bit patterns, equal to numpy's stable argsort: ``depth_order``) and a parallel
    gather of their records in that order (``packed``: compositing then reads each tile's Gaussians at
@@ -43,6 +47,7 @@ import os
 import threading
 import time
 import types
+import weakref
 
 # numba's OpenMP threads otherwise spin between parallel regions (a frame has ~15: projection, gather, and
 # per depth slab a count, a scatter and a composite), burning the CPU other processes and our own
@@ -235,6 +240,149 @@ def _project(means, quats, log_scales, opacity_logits, sh, w2c, fx, fy, cx, cy, 
         radii[i, 1] = ry
 
 
+
+# View-independent per-Gaussian values (see ``activate``): normalised wxyz quaternion (4), exp scales (3),
+# sigmoid opacity, L = log(max(255·opacity, 1)) and the extent min(EXTENT_MAX, sqrt(2L)). The 3D covariance
+# itself is not cached: ``_project`` forms Σ_c = M Mᵀ with M = R_v · R · S, so a cached R S Sᵀ Rᵀ would
+# round differently. KEY columns of the raw float32 inputs' bit patterns: quats (4), log_scales (3), opacity.
+ACT = 10
+KEY = 8
+
+
+def _activate_one(quats, log_scales, opacity_logits, i):
+    """The view-independent values of Gaussian ``i`` (layout ``ACT``), with exactly ``_project``'s operations."""
+    opac = 1.0 / (1.0 + math.exp(-np.float64(opacity_logits[i])))
+    qw, qx, qy, qz = np.float64(quats[i, 0]), np.float64(quats[i, 1]), np.float64(quats[i, 2]), np.float64(quats[i, 3])
+    qn = math.sqrt(qw * qw + qx * qx + qy * qy + qz * qz)
+    qw /= qn
+    qx /= qn
+    qy /= qn
+    qz /= qn
+    sx = math.exp(np.float64(log_scales[i, 0]))
+    sy = math.exp(np.float64(log_scales[i, 1]))
+    sz = math.exp(np.float64(log_scales[i, 2]))
+    lg = math.log(max(opac * ALPHA_MIN_INV, 1.0))
+    ext = min(EXTENT_MAX, math.sqrt(2.0 * lg))
+    return qw, qx, qy, qz, sx, sy, sz, opac, lg, ext
+
+
+def _activate(quats, log_scales, opacity_logits, quat_bits, scale_bits, opacity_bits, act, key):
+    """Fill ``act`` [N, ACT] (float64) and ``key`` [N, KEY] (int32: the inputs' bit patterns it came from)."""
+    for i in nb.prange(quats.shape[0]):
+        vals = _activate_one(quats, log_scales, opacity_logits, i)
+        for c in range(ACT):
+            act[i, c] = vals[c]
+        for c in range(4):
+            key[i, c] = quat_bits[i, c]
+        for c in range(3):
+            key[i, 4 + c] = scale_bits[i, c]
+        key[i, 7] = opacity_bits[i]
+
+
+def _project_cached(means, quats, log_scales, opacity_logits, sh, quat_bits, scale_bits, opacity_bits, act, key,
+                    w2c, fx, fy, cx, cy, width, height, near, far, rec, radii):
+    """``_project`` reading the view-independent values from ``act`` where the Gaussian's raw inputs still
+    have the bit patterns in ``key`` (else computing them afresh, same operations); bit-identical records.
+    Returns how many Gaussians in the z range missed the cache (their inputs changed since ``act`` was made)."""
+    n = means.shape[0]
+    k_sh = sh.shape[1]
+    misses = 0
+    camx = -(w2c[0, 0] * w2c[0, 3] + w2c[1, 0] * w2c[1, 3] + w2c[2, 0] * w2c[2, 3])
+    camy = -(w2c[0, 1] * w2c[0, 3] + w2c[1, 1] * w2c[1, 3] + w2c[2, 1] * w2c[2, 3])
+    camz = -(w2c[0, 2] * w2c[0, 3] + w2c[1, 2] * w2c[1, 3] + w2c[2, 2] * w2c[2, 3])
+    tan_x = 0.5 * width / fx
+    tan_y = 0.5 * height / fy
+    lim_xp = (width - cx) / fx + GUARD_BAND * tan_x
+    lim_xn = cx / fx + GUARD_BAND * tan_x
+    lim_yp = (height - cy) / fy + GUARD_BAND * tan_y
+    lim_yn = cy / fy + GUARD_BAND * tan_y
+    for i in nb.prange(n):
+        radii[i, 0] = 0
+        radii[i, 1] = 0
+        mx, my, mz = np.float64(means[i, 0]), np.float64(means[i, 1]), np.float64(means[i, 2])
+        x = w2c[0, 0] * mx + w2c[0, 1] * my + w2c[0, 2] * mz + w2c[0, 3]
+        y = w2c[1, 0] * mx + w2c[1, 1] * my + w2c[1, 2] * mz + w2c[1, 3]
+        z = w2c[2, 0] * mx + w2c[2, 1] * my + w2c[2, 2] * mz + w2c[2, 3]
+        if z < near or z > far:
+            continue
+        if (key[i, 7] == opacity_bits[i] and key[i, 0] == quat_bits[i, 0] and key[i, 1] == quat_bits[i, 1]
+                and key[i, 2] == quat_bits[i, 2] and key[i, 3] == quat_bits[i, 3]
+                and key[i, 4] == scale_bits[i, 0] and key[i, 5] == scale_bits[i, 1]
+                and key[i, 6] == scale_bits[i, 2]):
+            qw, qx, qy, qz = act[i, 0], act[i, 1], act[i, 2], act[i, 3]
+            sx, sy, sz = act[i, 4], act[i, 5], act[i, 6]
+            opac, lg, ext = act[i, 7], act[i, 8], act[i, 9]
+        else:
+            misses += 1
+            qw, qx, qy, qz, sx, sy, sz, opac, lg, ext = _activate_one(quats, log_scales, opacity_logits, i)
+        if opac < ALPHA_MIN_64:
+            continue
+        r00 = 1 - 2 * (qy * qy + qz * qz); r01 = 2 * (qx * qy - qw * qz); r02 = 2 * (qx * qz + qw * qy)
+        r10 = 2 * (qx * qy + qw * qz); r11 = 1 - 2 * (qx * qx + qz * qz); r12 = 2 * (qy * qz - qw * qx)
+        r20 = 2 * (qx * qz - qw * qy); r21 = 2 * (qy * qz + qw * qx); r22 = 1 - 2 * (qx * qx + qy * qy)
+        m00, m01, m02 = _m_row(w2c, 0, r00, r01, r02, r10, r11, r12, r20, r21, r22, sx, sy, sz)
+        m10, m11, m12 = _m_row(w2c, 1, r00, r01, r02, r10, r11, r12, r20, r21, r22, sx, sy, sz)
+        m20, m21, m22 = _m_row(w2c, 2, r00, r01, r02, r10, r11, r12, r20, r21, r22, sx, sy, sz)
+        c00 = m00 * m00 + m01 * m01 + m02 * m02
+        c01 = m00 * m10 + m01 * m11 + m02 * m12
+        c02 = m00 * m20 + m01 * m21 + m02 * m22
+        c11 = m10 * m10 + m11 * m11 + m12 * m12
+        c12 = m10 * m20 + m11 * m21 + m12 * m22
+        c22 = m20 * m20 + m21 * m21 + m22 * m22
+        tx = z * min(lim_xp, max(-lim_xn, x / z))
+        ty = z * min(lim_yp, max(-lim_yn, y / z))
+        j00 = fx / z
+        j02 = -fx * tx / (z * z)
+        j11 = fy / z
+        j12 = -fy * ty / (z * z)
+        a_ = j00 * (j00 * c00 + j02 * c02) + j02 * (j00 * c02 + j02 * c22) + EPS2D
+        b_ = j00 * (j11 * c01 + j12 * c02) + j02 * (j11 * c12 + j12 * c22)
+        c_ = j11 * (j11 * c11 + j12 * c12) + j12 * (j11 * c12 + j12 * c22) + EPS2D
+        det = a_ * c_ - b_ * b_
+        if det <= 0:
+            continue
+        u = fx * x / z + cx
+        v = fy * y / z + cy
+        rx = math.ceil(min(ext * math.sqrt(a_), abs(u) + width + TILE + 1.0, 2.0 ** 30))
+        ry = math.ceil(min(ext * math.sqrt(c_), abs(v) + height + TILE + 1.0, 2.0 ** 30))
+        if rx <= 0 and ry <= 0:
+            continue
+        if u + rx <= 0 or u - rx >= width or v + ry <= 0 or v - ry >= height:
+            continue
+        dx, dy, dz = mx - camx, my - camy, mz - camz
+        dn = math.sqrt(dx * dx + dy * dy + dz * dz)
+        if dn > 1e-12:
+            dx /= dn
+            dy /= dn
+            dz /= dn
+        for ch in range(3):
+            col = C0 * sh[i, 0, ch]
+            if k_sh > 1:
+                col += -C1 * dy * sh[i, 1, ch] + C1 * dz * sh[i, 2, ch] - C1 * dx * sh[i, 3, ch]
+            if k_sh > 4:
+                xx, yy, zz = dx * dx, dy * dy, dz * dz
+                col += (C20 * dx * dy * sh[i, 4, ch] + C21 * dy * dz * sh[i, 5, ch]
+                        + C22 * (2 * zz - xx - yy) * sh[i, 6, ch] + C23 * dx * dz * sh[i, 7, ch]
+                        + C24 * (xx - yy) * sh[i, 8, ch])
+                if k_sh > 9:
+                    col += (C30 * dy * (3 * xx - yy) * sh[i, 9, ch] + C31 * dx * dy * dz * sh[i, 10, ch]
+                            + C32 * dy * (4 * zz - xx - yy) * sh[i, 11, ch]
+                            + C33 * dz * (2 * zz - 3 * xx - 3 * yy) * sh[i, 12, ch]
+                            + C34 * dx * (4 * zz - xx - yy) * sh[i, 13, ch]
+                            + C35 * dz * (xx - yy) * sh[i, 14, ch] + C36 * dx * (xx - 3 * yy) * sh[i, 15, ch])
+            rec[i, 6 + ch] = max(col + 0.5, 0.0)
+        rec[i, 0] = u
+        rec[i, 1] = v
+        rec[i, 2] = c_ / det
+        rec[i, 3] = -b_ / det
+        rec[i, 4] = a_ / det
+        rec[i, 5] = opac
+        rec[i, 9] = z
+        rec[i, 10] = lg + CUT_MARGIN
+        rec[i, 11] = 1.0 / det
+        radii[i, 0] = rx
+        radii[i, 1] = ry
+    return misses
 
 
 def _m_row(w2c, a, r00, r01, r02, r10, r11, r12, r20, r21, r22, sx, sy, sz):
@@ -464,12 +612,13 @@ def _finish(T_img, acc_img, background, rgb, alpha, exp_depth):
 
 # Helpers are inlined into both compilations; each stage is compiled parallel and serial (nogil).
 _m_row = nb.njit(inline="always", cache=True)(_m_row)
+_activate_one = nb.njit(inline="always", cache=True)(_activate_one)
 _pixel_range = nb.njit(inline="always", cache=True)(_pixel_range)
 _span_coefficients = nb.njit(inline="always", cache=True)(_span_coefficients)
 _row_span = nb.njit(inline="always", cache=True)(_row_span)
 _tile_rows = nb.njit(inline="always", cache=True)(_tile_rows)
 _tile_cols = nb.njit(inline="always", cache=True)(_tile_cols)
-_STAGES = {f.__name__: f for f in (_project, _gather, _bin_count, _bin_scatter, _composite, _finish)}
+_STAGES = {f.__name__: f for f in (_project, _activate, _project_cached, _gather, _bin_count, _bin_scatter, _composite, _finish)}
 
 
 def _renamed(f, suffix: str):
@@ -646,34 +795,124 @@ def scratch(name: str, shape: tuple, dtype) -> np.ndarray:
     return a[:need].reshape(shape)
 
 
-def project(scene, camera, near: float = NEAR, far: float = FAR, parallel: bool = True, reuse: bool = False):
+# View-independent values per Gaussian set (``activate``), reused from frame to frame: the 3D-PC build renders
+# one scene's ~280k Gaussians for hundreds of frames in a process. Keyed by the identity of the scene's
+# quats, log_scales and opacity_logits arrays (weak references: an entry goes when its arrays do; at most
+# ACT_CACHE_SIZE entries). The key alone is not trusted: arrays can be changed in place, so each entry also
+# holds the bit patterns of the inputs it was computed from and ``_project_cached`` compares them per Gaussian,
+# computing afresh (same operations) where they differ. A stale entry can therefore cost time, never a wrong
+# value; an entry that missed in a frame is rebuilt for the next one. Entries are replaced, never written to
+# (threads rendering frames of the same scene may read one while another rebuilds it).
+ACT_CACHE_SIZE = 4
+_ACT_CACHE: dict = {}
+_ACT_LOCK = threading.Lock()
+
+
+def activate(scene, parallel: bool = True):
+    """(act [N, ACT] float64, key [N, KEY] int32) of ``scene`` computed now (not cached; see ``_activate``)."""
+    n = len(scene)
+    act = np.empty((n, ACT), np.float64)
+    key = np.empty((n, KEY), np.int32)
+    q, ls, ol = scene.quats, scene.log_scales, scene.opacity_logits
+    (PARALLEL if parallel else SERIAL)["_activate"](q, ls, ol, q.view(np.int32), ls.view(np.int32),
+                                                    ol.view(np.int32), act, key)
+    return act, key
+
+
+def _act_key(scene) -> tuple:
+    return id(scene.quats), id(scene.log_scales), id(scene.opacity_logits)
+
+
+def cached_activation(scene, parallel: bool = True):
+    """``activate(scene)`` from the cache, or None the first time these arrays are seen (they are then only
+    remembered, so a Gaussian set rendered once — e.g. one made per frame — pays nothing for a cache it would
+    never reuse); made and stored on the second. See ``ACT_CACHE_SIZE``."""
+    arrays = (scene.quats, scene.log_scales, scene.opacity_logits)
+    k = _act_key(scene)
+    with _ACT_LOCK:
+        entry = _ACT_CACHE.get(k)
+        same = entry is not None and all(r() is a for r, a in zip(entry[0], arrays))
+        if same and entry[1] is not None and entry[1].shape[0] == len(scene):
+            _ACT_CACHE[k] = _ACT_CACHE.pop(k)  # most recently used last
+            return entry[1], entry[2]
+        if not same:
+            _remember(k, arrays, None, None)
+            return None
+    return _store_activation(scene, parallel)
+
+
+def _store_activation(scene, parallel: bool):
+    act, key = activate(scene, parallel)
+    with _ACT_LOCK:
+        _remember(_act_key(scene), (scene.quats, scene.log_scales, scene.opacity_logits), act, key)
+    return act, key
+
+
+def _remember(k: tuple, arrays: tuple, act, key) -> None:
+    """Store an entry (caller holds ``_ACT_LOCK``); the oldest goes beyond ``ACT_CACHE_SIZE``."""
+    old = _ACT_CACHE.pop(k, None)
+    while len(_ACT_CACHE) >= ACT_CACHE_SIZE:
+        _ACT_CACHE.pop(next(iter(_ACT_CACHE)))
+    if old is not None and all(r() is a for r, a in zip(old[0], arrays)):
+        refs = old[0]  # same arrays: their finalizers are already registered
+    else:
+        refs = tuple(weakref.ref(a) for a in arrays)
+        for a in arrays:
+            weakref.finalize(a, _drop_activation, k, refs)
+    _ACT_CACHE[k] = (refs, act, key)
+
+
+def _drop_activation(k: tuple, refs: tuple) -> None:
+    with _ACT_LOCK:
+        entry = _ACT_CACHE.get(k)
+        if entry is not None and entry[0] is refs:
+            del _ACT_CACHE[k]
+
+
+def project(scene, camera, near: float = NEAR, far: float = FAR, parallel: bool = True, reuse: bool = False,
+            cache: bool = True):
     """Stage 1 → (rec [N, REC] float64, radii [N, 2] int32; radii 0 marks a culled Gaussian, whose rec row
-    is left undefined). ``reuse``: rec and radii are this thread's scratch arrays (:func:`scratch`)."""
+    is left undefined). ``reuse``: rec and radii are this thread's scratch arrays (:func:`scratch`).
+    ``cache``: read the view-independent values from :func:`cached_activation` (``_project_cached``);
+    False is the plain twin (``_project``), bit-identical."""
     n = len(scene)
     rec = scratch("rec", (n, REC), np.float64) if reuse else np.zeros((n, REC), np.float64)
     radii = scratch("radii", (n, 2), np.int32) if reuse else np.zeros((n, 2), np.int32)
-    (PARALLEL if parallel else SERIAL)["_project"](
-        scene.means, scene.quats, scene.log_scales, scene.opacity_logits, scene.sh,
-        np.ascontiguousarray(camera.w2c, np.float64), float(camera.fx), float(camera.fy), float(camera.cx),
-        float(camera.cy), int(camera.width), int(camera.height), float(near), float(far), rec, radii)
+    k = PARALLEL if parallel else SERIAL
+    view = (np.ascontiguousarray(camera.w2c, np.float64), float(camera.fx), float(camera.fy), float(camera.cx),
+            float(camera.cy), int(camera.width), int(camera.height), float(near), float(far), rec, radii)
+    q, ls, ol = scene.quats, scene.log_scales, scene.opacity_logits
+    cached = None if not cache or any(a.dtype != np.float32 or not a.flags.c_contiguous for a in (q, ls, ol)) \
+        else cached_activation(scene, parallel)
+    if cached is None:
+        # plain: asked for, a Gaussian set seen for the first time, or arrays not the C-contiguous float32 of
+        # a GaussianScene (the key compares float32 bit patterns)
+        k["_project"](scene.means, q, ls, ol, scene.sh, *view)
+        return rec, radii
+    act, key = cached
+    misses = k["_project_cached"](scene.means, q, ls, ol, scene.sh, q.view(np.int32), ls.view(np.int32),
+                                  ol.view(np.int32), act, key, *view)
+    if misses:
+        _store_activation(scene, parallel)  # inputs changed in place: the next frame reads fresh values
     return rec, radii
 
 
 def render_cpu(scene, camera, background: np.ndarray, depth_limit: np.ndarray | None = None,
                near: float = NEAR, far: float = FAR, parallel: bool = True, cull: bool = True,
-               slabs: bool = True, timings: dict | None = None):
+               slabs: bool = True, timings: dict | None = None, cache: bool = True):
     """Render ``scene`` (world frame) → (rgb [H,W,3], alpha [H,W], expected depth [H,W], median [H,W]).
 
     ``parallel``: spread this frame's Gaussians and tiles over numba's threads (True), or run serially
     without the GIL (False; for one frame per thread). ``cull``: on each row of a Gaussian's box visit only
     the pixel span inside its α ≥ 1/255 ellipse; ``slabs``: bin and composite front-to-back depth slabs, so Gaussians
     behind opaque tiles are never binned. Both give the same image bit for bit (False is the plain rule,
-    kept for the tests). ``timings``: if a dict, seconds per stage are added under "project", "sort"
+    kept for the tests). ``cache``: reuse the Gaussians' view-independent values between frames
+    (:func:`project`; False: the plain projection, same image bit for bit). ``timings``: if a dict, seconds per stage are added under "project", "sort"
     (depth sort and packing), "bin" and "composite"."""
     w, h = int(camera.width), int(camera.height)
     k = PARALLEL if parallel else SERIAL
     clock = [time.perf_counter()]
-    rec, radii = project(scene, camera, near, far, parallel, reuse=True)
+    rec, radii = project(scene, camera, near, far, parallel, reuse=True, cache=cache)
     clock.append(time.perf_counter())
     order, packed, pradii = sort_and_pack(rec, radii, parallel, reuse=True)
     del rec, radii

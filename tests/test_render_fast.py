@@ -175,3 +175,79 @@ def test_radix_depth_order_equals_the_stable_argsort():
     for cam in _cams():
         rec, radii = _cpu.project(scene, cam)
         np.testing.assert_array_equal(_cpu.depth_order(rec, radii), _cpu.depth_order(rec, radii, radix=False))
+
+
+def _assert_cached_equals_plain(scene, cams, parallel=True):
+    """Records and images with the activation cache equal the plain projection's bit for bit."""
+    rng = np.random.default_rng(3)
+    if _cpu.cached_activation(scene, parallel) is None:  # first sighting: only remembered
+        assert _cpu.cached_activation(scene, parallel) is not None
+    for cam in cams:
+        rec0, radii0 = _cpu.project(scene, cam, parallel=parallel, cache=False)
+        rec1, radii1 = _cpu.project(scene, cam, parallel=parallel, cache=True)
+        kept = (radii0 != 0).any(1)
+        assert kept.sum() > 0.1 * len(scene)
+        assert np.array_equal(radii0, radii1)
+        assert np.array_equal(rec0[kept].view(np.int64), rec1[kept].view(np.int64))  # bits, signed zeros too
+        bg = rng.uniform(0, 1, (cam.height, cam.width, 3)).astype(np.float32)
+        plain = _cpu.render_cpu(scene, cam, bg, parallel=parallel, cache=False)
+        cached = _cpu.render_cpu(scene, cam, bg, parallel=parallel, cache=True)
+        assert plain[1].mean() > 0.05
+        for a, b in zip(plain, cached):
+            assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("parallel", [True, False])
+def test_cached_activation_is_bit_identical_random_sh3(parallel):
+    scene = random_scene(3000, degree=3, seed=7)
+    scene.log_scales[:50] = 12.0  # huge Gaussians (clamped radii) and a few below the opacity cull
+    scene.opacity_logits[50:100] = -8.0
+    _assert_cached_equals_plain(scene, _cams(), parallel)
+    assert _cpu._act_key(scene) in _cpu._ACT_CACHE
+
+
+def test_cached_activation_is_bit_identical_catalogue_scene():
+    from scenes.load import load_scene
+
+    scene = load_scene("couch_02", seed=0).gaussians.in_world()
+    c = scene.means.mean(0)
+    cams = [Camera.from_fov(96, 80, 60.0).looking_at(c + np.array(off), c) for off in
+            ([0.0, -2.5, 0.8], [1.8, 1.2, 0.6], [0.1, -0.6, 0.2])]
+    _assert_cached_equals_plain(scene, cams)
+
+
+def test_cached_activation_follows_in_place_changes():
+    """The cache is keyed on the arrays' identity but checks their contents per Gaussian: changing the
+    scene in place between frames changes the image exactly as the plain projection does."""
+    scene = random_scene(2000, degree=1, seed=4)
+    cam = _cams()[0]
+    _cpu.project(scene, cam)  # fills the cache
+    act_before = _cpu.cached_activation(scene)[0]
+    scene.opacity_logits[::3] = -scene.opacity_logits[::3]
+    scene.quats[::5] = scene.quats[::5, [1, 0, 3, 2]]
+    scene.log_scales[::7] -= 0.5
+    scene.log_scales[1] = -0.0  # same value, other bits: still recomputed
+    rec0, radii0 = _cpu.project(scene, cam, cache=False)
+    rec1, radii1 = _cpu.project(scene, cam)
+    kept = (radii0 != 0).any(1)
+    assert np.array_equal(radii0, radii1) and np.array_equal(rec0[kept].view(np.int64), rec1[kept].view(np.int64))
+    act_after = _cpu.cached_activation(scene)[0]
+    assert act_after is not act_before  # rebuilt after the misses
+    assert np.array_equal(act_after, _cpu.activate(scene)[0])
+    # a new scene whose arrays reuse freed memory addresses never reads a dead entry
+    del scene
+    assert all(e[0][0]() is not None for e in _cpu._ACT_CACHE.values())
+
+
+def test_activation_cache_is_made_on_the_second_sighting():
+    """A Gaussian set projected once (e.g. one made per frame) gets no cache; the second projection makes it."""
+    scene = random_scene(500, degree=0, seed=9)
+    cam = _cams()[2]
+    rec0, radii0 = _cpu.project(scene, cam, cache=False)
+    for i in range(3):
+        rec, radii = _cpu.project(scene, cam)
+        entry = _cpu._ACT_CACHE[_cpu._act_key(scene)]
+        assert (entry[1] is None) == (i == 0)
+        kept = (radii0 != 0).any(1)
+        assert np.array_equal(radii, radii0) and np.array_equal(rec[kept].view(np.int64), rec0[kept].view(np.int64))
+    assert np.array_equal(entry[1], _cpu.activate(scene)[0])
