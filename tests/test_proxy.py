@@ -19,11 +19,14 @@ def test_proxy_agrees_with_exact_mesh_on_line_of_sight(tmp_path, name):
     assert not from_file.meshes
     proxy = from_file.occluders()
     exact = build(name)
-    rules = LabelRules()
+    # sampled with rule v3.0's clearance ring (0.25): under v3.1's (0.5) an occluded placement with both props on
+    # the ground behind motorcycle_01 is rare enough that one of the 20 draws exhausts its 500 tries; what this
+    # test compares is the line of sight through the proxy, not the sampler
+    rules = LabelRules(clearance=0.25)
     rng = np.random.default_rng(3)
     same = n = 0
     for i in range(60):
-        pl, _ = sample_placement(exact, ("visible", "occluded", "out_of_view")[i % 3], rng)
+        pl, _ = sample_placement(exact, ("visible", "occluded", "out_of_view")[i % 3], rng, rules=rules)
         view = in_view(pl.observer, pl.target)
         le, _ = vpt_from_fraction(raycast_visible_fraction(pl.observer.eye, pl.target, exact.occluders()), view, rules)
         lp, _ = vpt_from_fraction(raycast_visible_fraction(pl.observer.eye, pl.target, proxy), view, rules)
