@@ -131,17 +131,7 @@ def _project(means, quats, log_scales, opacity_logits, sh, w2c, fx, fy, cx, cy, 
              rec, radii):
     """Fill ``rec`` [N, REC] and ``radii`` [N, 2] (int32; 0 marks a culled Gaussian)."""
     n = means.shape[0]
-    k_sh = sh.shape[1]
-    # camera centre = -Rᵀ t
-    camx = -(w2c[0, 0] * w2c[0, 3] + w2c[1, 0] * w2c[1, 3] + w2c[2, 0] * w2c[2, 3])
-    camy = -(w2c[0, 1] * w2c[0, 3] + w2c[1, 1] * w2c[1, 3] + w2c[2, 1] * w2c[2, 3])
-    camz = -(w2c[0, 2] * w2c[0, 3] + w2c[1, 2] * w2c[1, 3] + w2c[2, 2] * w2c[2, 3])
-    tan_x = 0.5 * width / fx
-    tan_y = 0.5 * height / fy
-    lim_xp = (width - cx) / fx + GUARD_BAND * tan_x
-    lim_xn = cx / fx + GUARD_BAND * tan_x
-    lim_yp = (height - cy) / fy + GUARD_BAND * tan_y
-    lim_yn = cy / fy + GUARD_BAND * tan_y
+    view = (fx, fy, cx, cy, width, height) + _view_constants(w2c, fx, fy, cx, cy, width, height)
     for i in nb.prange(n):
         radii[i, 0] = 0
         radii[i, 1] = 0
@@ -151,94 +141,8 @@ def _project(means, quats, log_scales, opacity_logits, sh, w2c, fx, fy, cx, cy, 
         z = w2c[2, 0] * mx + w2c[2, 1] * my + w2c[2, 2] * mz + w2c[2, 3]
         if z < near or z > far:
             continue
-        opac = 1.0 / (1.0 + math.exp(-np.float64(opacity_logits[i])))
-        if opac < ALPHA_MIN_64:
-            continue
-        # rotation from the (normalised) wxyz quaternion
-        qw, qx, qy, qz = np.float64(quats[i, 0]), np.float64(quats[i, 1]), np.float64(quats[i, 2]), np.float64(quats[i, 3])
-        qn = math.sqrt(qw * qw + qx * qx + qy * qy + qz * qz)
-        qw /= qn
-        qx /= qn
-        qy /= qn
-        qz /= qn
-        r00 = 1 - 2 * (qy * qy + qz * qz); r01 = 2 * (qx * qy - qw * qz); r02 = 2 * (qx * qz + qw * qy)
-        r10 = 2 * (qx * qy + qw * qz); r11 = 1 - 2 * (qx * qx + qz * qz); r12 = 2 * (qy * qz - qw * qx)
-        r20 = 2 * (qx * qz - qw * qy); r21 = 2 * (qy * qz + qw * qx); r22 = 1 - 2 * (qx * qx + qy * qy)
-        sx = math.exp(np.float64(log_scales[i, 0]))
-        sy = math.exp(np.float64(log_scales[i, 1]))
-        sz = math.exp(np.float64(log_scales[i, 2]))
-        # M = R_v · R · S  (so Σ_c = M Mᵀ)
-        # M = R_v · R · S row by row, in scalars (a small array here would be allocated per Gaussian)
-        m00, m01, m02 = _m_row(w2c, 0, r00, r01, r02, r10, r11, r12, r20, r21, r22, sx, sy, sz)
-        m10, m11, m12 = _m_row(w2c, 1, r00, r01, r02, r10, r11, r12, r20, r21, r22, sx, sy, sz)
-        m20, m21, m22 = _m_row(w2c, 2, r00, r01, r02, r10, r11, r12, r20, r21, r22, sx, sy, sz)
-        c00 = m00 * m00 + m01 * m01 + m02 * m02
-        c01 = m00 * m10 + m01 * m11 + m02 * m12
-        c02 = m00 * m20 + m01 * m21 + m02 * m22
-        c11 = m10 * m10 + m11 * m11 + m12 * m12
-        c12 = m10 * m20 + m11 * m21 + m12 * m22
-        c22 = m20 * m20 + m21 * m21 + m22 * m22
-        # EWA with clamped x/z, y/z
-        tx = z * min(lim_xp, max(-lim_xn, x / z))
-        ty = z * min(lim_yp, max(-lim_yn, y / z))
-        j00 = fx / z
-        j02 = -fx * tx / (z * z)
-        j11 = fy / z
-        j12 = -fy * ty / (z * z)
-        # cov2d = J Σ_c Jᵀ with J = [[j00, 0, j02], [0, j11, j12]]
-        a_ = j00 * (j00 * c00 + j02 * c02) + j02 * (j00 * c02 + j02 * c22) + EPS2D
-        b_ = j00 * (j11 * c01 + j12 * c02) + j02 * (j11 * c12 + j12 * c22)
-        c_ = j11 * (j11 * c11 + j12 * c12) + j12 * (j11 * c12 + j12 * c22) + EPS2D
-        det = a_ * c_ - b_ * b_
-        if det <= 0:
-            continue
-        u = fx * x / z + cx
-        v = fy * y / z + cy
-        ext = min(EXTENT_MAX, math.sqrt(2.0 * math.log(max(opac * ALPHA_MIN_INV, 1.0))))
-        # Huge Gaussians (log-scale above ~20) have radii beyond int32; a box reaching past the image on
-        # every side covers the same pixels, so clamp to that (the float64 reference keeps the exact value).
-        rx = math.ceil(min(ext * math.sqrt(a_), abs(u) + width + TILE + 1.0, 2.0 ** 30))
-        ry = math.ceil(min(ext * math.sqrt(c_), abs(v) + height + TILE + 1.0, 2.0 ** 30))
-        if rx <= 0 and ry <= 0:
-            continue
-        if u + rx <= 0 or u - rx >= width or v + ry <= 0 or v - ry >= height:
-            continue
-        # view-dependent colour
-        dx, dy, dz = mx - camx, my - camy, mz - camz
-        dn = math.sqrt(dx * dx + dy * dy + dz * dz)
-        if dn > 1e-12:
-            dx /= dn
-            dy /= dn
-            dz /= dn
-        for ch in range(3):
-            col = C0 * sh[i, 0, ch]
-            if k_sh > 1:
-                col += -C1 * dy * sh[i, 1, ch] + C1 * dz * sh[i, 2, ch] - C1 * dx * sh[i, 3, ch]
-            if k_sh > 4:
-                xx, yy, zz = dx * dx, dy * dy, dz * dz
-                col += (C20 * dx * dy * sh[i, 4, ch] + C21 * dy * dz * sh[i, 5, ch]
-                        + C22 * (2 * zz - xx - yy) * sh[i, 6, ch] + C23 * dx * dz * sh[i, 7, ch]
-                        + C24 * (xx - yy) * sh[i, 8, ch])
-                if k_sh > 9:
-                    col += (C30 * dy * (3 * xx - yy) * sh[i, 9, ch] + C31 * dx * dy * dz * sh[i, 10, ch]
-                            + C32 * dy * (4 * zz - xx - yy) * sh[i, 11, ch]
-                            + C33 * dz * (2 * zz - 3 * xx - 3 * yy) * sh[i, 12, ch]
-                            + C34 * dx * (4 * zz - xx - yy) * sh[i, 13, ch]
-                            + C35 * dz * (xx - yy) * sh[i, 14, ch] + C36 * dx * (xx - 3 * yy) * sh[i, 15, ch])
-            rec[i, 6 + ch] = max(col + 0.5, 0.0)
-        rec[i, 0] = u
-        rec[i, 1] = v
-        rec[i, 2] = c_ / det
-        rec[i, 3] = -b_ / det
-        rec[i, 4] = a_ / det
-        rec[i, 5] = opac
-        rec[i, 9] = z
-        # σ above this makes α < 1/255 (with a margin far above rounding): bounds the exact α ≥ 1/255 ellipse
-        rec[i, 10] = math.log(max(opac * ALPHA_MIN_INV, 1.0)) + CUT_MARGIN
-        rec[i, 11] = 1.0 / det  # det of the conic (A·C − B²)
-        radii[i, 0] = rx
-        radii[i, 1] = ry
-
+        _project_one(i, (mx, my, mz, x, y, z), _activate_one(quats, log_scales, opacity_logits, i), sh, w2c, view,
+                     rec, radii)
 
 
 # View-independent per-Gaussian values (see ``activate``): normalised wxyz quaternion (4), exp scales (3),
@@ -250,7 +154,8 @@ KEY = 8
 
 
 def _activate_one(quats, log_scales, opacity_logits, i):
-    """The view-independent values of Gaussian ``i`` (layout ``ACT``), with exactly ``_project``'s operations."""
+    """The view-independent values of Gaussian ``i`` (layout ``ACT``): computed here by ``_project`` (and by
+    ``_project_cached`` for a Gaussian whose inputs changed), and cached by ``_activate`` — one set of operations."""
     opac = 1.0 / (1.0 + math.exp(-np.float64(opacity_logits[i])))
     qw, qx, qy, qz = np.float64(quats[i, 0]), np.float64(quats[i, 1]), np.float64(quats[i, 2]), np.float64(quats[i, 3])
     qn = math.sqrt(qw * qw + qx * qx + qy * qy + qz * qz)
@@ -285,17 +190,8 @@ def _project_cached(means, quats, log_scales, opacity_logits, sh, quat_bits, sca
     have the bit patterns in ``key`` (else computing them afresh, same operations); bit-identical records.
     Returns how many Gaussians in the z range missed the cache (their inputs changed since ``act`` was made)."""
     n = means.shape[0]
-    k_sh = sh.shape[1]
     misses = 0
-    camx = -(w2c[0, 0] * w2c[0, 3] + w2c[1, 0] * w2c[1, 3] + w2c[2, 0] * w2c[2, 3])
-    camy = -(w2c[0, 1] * w2c[0, 3] + w2c[1, 1] * w2c[1, 3] + w2c[2, 1] * w2c[2, 3])
-    camz = -(w2c[0, 2] * w2c[0, 3] + w2c[1, 2] * w2c[1, 3] + w2c[2, 2] * w2c[2, 3])
-    tan_x = 0.5 * width / fx
-    tan_y = 0.5 * height / fy
-    lim_xp = (width - cx) / fx + GUARD_BAND * tan_x
-    lim_xn = cx / fx + GUARD_BAND * tan_x
-    lim_yp = (height - cy) / fy + GUARD_BAND * tan_y
-    lim_yn = cy / fy + GUARD_BAND * tan_y
+    view = (fx, fy, cx, cy, width, height) + _view_constants(w2c, fx, fy, cx, cy, width, height)
     for i in nb.prange(n):
         radii[i, 0] = 0
         radii[i, 1] = 0
@@ -315,74 +211,103 @@ def _project_cached(means, quats, log_scales, opacity_logits, sh, quat_bits, sca
         else:
             misses += 1
             qw, qx, qy, qz, sx, sy, sz, opac, lg, ext = _activate_one(quats, log_scales, opacity_logits, i)
-        if opac < ALPHA_MIN_64:
-            continue
-        r00 = 1 - 2 * (qy * qy + qz * qz); r01 = 2 * (qx * qy - qw * qz); r02 = 2 * (qx * qz + qw * qy)
-        r10 = 2 * (qx * qy + qw * qz); r11 = 1 - 2 * (qx * qx + qz * qz); r12 = 2 * (qy * qz - qw * qx)
-        r20 = 2 * (qx * qz - qw * qy); r21 = 2 * (qy * qz + qw * qx); r22 = 1 - 2 * (qx * qx + qy * qy)
-        m00, m01, m02 = _m_row(w2c, 0, r00, r01, r02, r10, r11, r12, r20, r21, r22, sx, sy, sz)
-        m10, m11, m12 = _m_row(w2c, 1, r00, r01, r02, r10, r11, r12, r20, r21, r22, sx, sy, sz)
-        m20, m21, m22 = _m_row(w2c, 2, r00, r01, r02, r10, r11, r12, r20, r21, r22, sx, sy, sz)
-        c00 = m00 * m00 + m01 * m01 + m02 * m02
-        c01 = m00 * m10 + m01 * m11 + m02 * m12
-        c02 = m00 * m20 + m01 * m21 + m02 * m22
-        c11 = m10 * m10 + m11 * m11 + m12 * m12
-        c12 = m10 * m20 + m11 * m21 + m12 * m22
-        c22 = m20 * m20 + m21 * m21 + m22 * m22
-        tx = z * min(lim_xp, max(-lim_xn, x / z))
-        ty = z * min(lim_yp, max(-lim_yn, y / z))
-        j00 = fx / z
-        j02 = -fx * tx / (z * z)
-        j11 = fy / z
-        j12 = -fy * ty / (z * z)
-        a_ = j00 * (j00 * c00 + j02 * c02) + j02 * (j00 * c02 + j02 * c22) + EPS2D
-        b_ = j00 * (j11 * c01 + j12 * c02) + j02 * (j11 * c12 + j12 * c22)
-        c_ = j11 * (j11 * c11 + j12 * c12) + j12 * (j11 * c12 + j12 * c22) + EPS2D
-        det = a_ * c_ - b_ * b_
-        if det <= 0:
-            continue
-        u = fx * x / z + cx
-        v = fy * y / z + cy
-        rx = math.ceil(min(ext * math.sqrt(a_), abs(u) + width + TILE + 1.0, 2.0 ** 30))
-        ry = math.ceil(min(ext * math.sqrt(c_), abs(v) + height + TILE + 1.0, 2.0 ** 30))
-        if rx <= 0 and ry <= 0:
-            continue
-        if u + rx <= 0 or u - rx >= width or v + ry <= 0 or v - ry >= height:
-            continue
-        dx, dy, dz = mx - camx, my - camy, mz - camz
-        dn = math.sqrt(dx * dx + dy * dy + dz * dz)
-        if dn > 1e-12:
-            dx /= dn
-            dy /= dn
-            dz /= dn
-        for ch in range(3):
-            col = C0 * sh[i, 0, ch]
-            if k_sh > 1:
-                col += -C1 * dy * sh[i, 1, ch] + C1 * dz * sh[i, 2, ch] - C1 * dx * sh[i, 3, ch]
-            if k_sh > 4:
-                xx, yy, zz = dx * dx, dy * dy, dz * dz
-                col += (C20 * dx * dy * sh[i, 4, ch] + C21 * dy * dz * sh[i, 5, ch]
-                        + C22 * (2 * zz - xx - yy) * sh[i, 6, ch] + C23 * dx * dz * sh[i, 7, ch]
-                        + C24 * (xx - yy) * sh[i, 8, ch])
-                if k_sh > 9:
-                    col += (C30 * dy * (3 * xx - yy) * sh[i, 9, ch] + C31 * dx * dy * dz * sh[i, 10, ch]
-                            + C32 * dy * (4 * zz - xx - yy) * sh[i, 11, ch]
-                            + C33 * dz * (2 * zz - 3 * xx - 3 * yy) * sh[i, 12, ch]
-                            + C34 * dx * (4 * zz - xx - yy) * sh[i, 13, ch]
-                            + C35 * dz * (xx - yy) * sh[i, 14, ch] + C36 * dx * (xx - 3 * yy) * sh[i, 15, ch])
-            rec[i, 6 + ch] = max(col + 0.5, 0.0)
-        rec[i, 0] = u
-        rec[i, 1] = v
-        rec[i, 2] = c_ / det
-        rec[i, 3] = -b_ / det
-        rec[i, 4] = a_ / det
-        rec[i, 5] = opac
-        rec[i, 9] = z
-        rec[i, 10] = lg + CUT_MARGIN
-        rec[i, 11] = 1.0 / det
-        radii[i, 0] = rx
-        radii[i, 1] = ry
+        _project_one(i, (mx, my, mz, x, y, z), (qw, qx, qy, qz, sx, sy, sz, opac, lg, ext), sh, w2c, view, rec, radii)
     return misses
+
+
+def _project_one(i, centre, act, sh, w2c, view, rec, radii):
+    """The view-dependent half of Gaussian ``i``'s projection, from its camera-space centre (x, y, z) and its
+    view-independent values (``_activate_one``'s, computed or cached): opacity cull, EWA projection with
+    clamped x/z, y/z and dilation, conic, per-axis radii and frustum cull, SH colour; writes ``rec[i]`` and
+    ``radii[i]`` (left 0 when culled). Shared by ``_project`` and ``_project_cached``. ``centre`` = (mx, my, mz,
+    x, y, z), ``act`` = ``_activate_one``'s tuple, ``view`` = (fx, fy, cx, cy, width, height) +
+    ``_view_constants``."""
+    mx, my, mz, x, y, z = centre
+    qw, qx, qy, qz, sx, sy, sz, opac, lg, ext = act
+    fx, fy, cx, cy, width, height, camx, camy, camz, lim_xp, lim_xn, lim_yp, lim_yn = view
+    k_sh = sh.shape[1]
+    if opac < ALPHA_MIN_64:
+        return
+    r00 = 1 - 2 * (qy * qy + qz * qz); r01 = 2 * (qx * qy - qw * qz); r02 = 2 * (qx * qz + qw * qy)
+    r10 = 2 * (qx * qy + qw * qz); r11 = 1 - 2 * (qx * qx + qz * qz); r12 = 2 * (qy * qz - qw * qx)
+    r20 = 2 * (qx * qz - qw * qy); r21 = 2 * (qy * qz + qw * qx); r22 = 1 - 2 * (qx * qx + qy * qy)
+    m00, m01, m02 = _m_row(w2c, 0, r00, r01, r02, r10, r11, r12, r20, r21, r22, sx, sy, sz)
+    m10, m11, m12 = _m_row(w2c, 1, r00, r01, r02, r10, r11, r12, r20, r21, r22, sx, sy, sz)
+    m20, m21, m22 = _m_row(w2c, 2, r00, r01, r02, r10, r11, r12, r20, r21, r22, sx, sy, sz)
+    c00 = m00 * m00 + m01 * m01 + m02 * m02
+    c01 = m00 * m10 + m01 * m11 + m02 * m12
+    c02 = m00 * m20 + m01 * m21 + m02 * m22
+    c11 = m10 * m10 + m11 * m11 + m12 * m12
+    c12 = m10 * m20 + m11 * m21 + m12 * m22
+    c22 = m20 * m20 + m21 * m21 + m22 * m22
+    tx = z * min(lim_xp, max(-lim_xn, x / z))
+    ty = z * min(lim_yp, max(-lim_yn, y / z))
+    j00 = fx / z
+    j02 = -fx * tx / (z * z)
+    j11 = fy / z
+    j12 = -fy * ty / (z * z)
+    a_ = j00 * (j00 * c00 + j02 * c02) + j02 * (j00 * c02 + j02 * c22) + EPS2D
+    b_ = j00 * (j11 * c01 + j12 * c02) + j02 * (j11 * c12 + j12 * c22)
+    c_ = j11 * (j11 * c11 + j12 * c12) + j12 * (j11 * c12 + j12 * c22) + EPS2D
+    det = a_ * c_ - b_ * b_
+    if det <= 0:
+        return
+    u = fx * x / z + cx
+    v = fy * y / z + cy
+    rx = math.ceil(min(ext * math.sqrt(a_), abs(u) + width + TILE + 1.0, 2.0 ** 30))
+    ry = math.ceil(min(ext * math.sqrt(c_), abs(v) + height + TILE + 1.0, 2.0 ** 30))
+    if rx <= 0 and ry <= 0:
+        return
+    if u + rx <= 0 or u - rx >= width or v + ry <= 0 or v - ry >= height:
+        return
+    dx, dy, dz = mx - camx, my - camy, mz - camz
+    dn = math.sqrt(dx * dx + dy * dy + dz * dz)
+    if dn > 1e-12:
+        dx /= dn
+        dy /= dn
+        dz /= dn
+    for ch in range(3):
+        col = C0 * sh[i, 0, ch]
+        if k_sh > 1:
+            col += -C1 * dy * sh[i, 1, ch] + C1 * dz * sh[i, 2, ch] - C1 * dx * sh[i, 3, ch]
+        if k_sh > 4:
+            xx, yy, zz = dx * dx, dy * dy, dz * dz
+            col += (C20 * dx * dy * sh[i, 4, ch] + C21 * dy * dz * sh[i, 5, ch]
+                    + C22 * (2 * zz - xx - yy) * sh[i, 6, ch] + C23 * dx * dz * sh[i, 7, ch]
+                    + C24 * (xx - yy) * sh[i, 8, ch])
+            if k_sh > 9:
+                col += (C30 * dy * (3 * xx - yy) * sh[i, 9, ch] + C31 * dx * dy * dz * sh[i, 10, ch]
+                        + C32 * dy * (4 * zz - xx - yy) * sh[i, 11, ch]
+                        + C33 * dz * (2 * zz - 3 * xx - 3 * yy) * sh[i, 12, ch]
+                        + C34 * dx * (4 * zz - xx - yy) * sh[i, 13, ch]
+                        + C35 * dz * (xx - yy) * sh[i, 14, ch] + C36 * dx * (xx - 3 * yy) * sh[i, 15, ch])
+        rec[i, 6 + ch] = max(col + 0.5, 0.0)
+    rec[i, 0] = u
+    rec[i, 1] = v
+    rec[i, 2] = c_ / det
+    rec[i, 3] = -b_ / det
+    rec[i, 4] = a_ / det
+    rec[i, 5] = opac
+    rec[i, 9] = z
+    rec[i, 10] = lg + CUT_MARGIN
+    rec[i, 11] = 1.0 / det
+    radii[i, 0] = rx
+    radii[i, 1] = ry
+
+
+def _view_constants(w2c, fx, fy, cx, cy, width, height):
+    """Per-frame constants of the projection: the camera centre (−Rᵀ t) and the clamping limits of x/z, y/z
+    (the image's extent plus the guard band on each side)."""
+    camx = -(w2c[0, 0] * w2c[0, 3] + w2c[1, 0] * w2c[1, 3] + w2c[2, 0] * w2c[2, 3])
+    camy = -(w2c[0, 1] * w2c[0, 3] + w2c[1, 1] * w2c[1, 3] + w2c[2, 1] * w2c[2, 3])
+    camz = -(w2c[0, 2] * w2c[0, 3] + w2c[1, 2] * w2c[1, 3] + w2c[2, 2] * w2c[2, 3])
+    tan_x = 0.5 * width / fx
+    tan_y = 0.5 * height / fy
+    lim_xp = (width - cx) / fx + GUARD_BAND * tan_x
+    lim_xn = cx / fx + GUARD_BAND * tan_x
+    lim_yp = (height - cy) / fy + GUARD_BAND * tan_y
+    lim_yn = cy / fy + GUARD_BAND * tan_y
+    return camx, camy, camz, lim_xp, lim_xn, lim_yp, lim_yn
 
 
 def _m_row(w2c, a, r00, r01, r02, r10, r11, r12, r20, r21, r22, sx, sy, sz):
@@ -613,6 +538,8 @@ def _finish(T_img, acc_img, background, rgb, alpha, exp_depth):
 # Helpers are inlined into both compilations; each stage is compiled parallel and serial (nogil).
 _m_row = nb.njit(inline="always", cache=True)(_m_row)
 _activate_one = nb.njit(inline="always", cache=True)(_activate_one)
+_project_one = nb.njit(inline="always", cache=True)(_project_one)
+_view_constants = nb.njit(inline="always", cache=True)(_view_constants)
 _pixel_range = nb.njit(inline="always", cache=True)(_pixel_range)
 _span_coefficients = nb.njit(inline="always", cache=True)(_span_coefficients)
 _row_span = nb.njit(inline="always", cache=True)(_row_span)

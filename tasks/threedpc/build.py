@@ -254,11 +254,9 @@ def basic_scene_rows(cfg: BuildConfig, scene, split: str, tmp: Path, final: Path
         # their rows get NaN visible fractions; kept frames are the fully rendered ones (label_frame)
         small_fn = None if cfg.placement_design == "legacy" else (lambda r: too_small(r, cfg))
         for f, cam in enumerate(cams):
+            # (a frame label_frame keeps is large enough: a small one is dropped before its splat, or, when the
+            # meshes alone already hide a prop, rendered and dropped as hidden)
             img, lab = label_frame(stage, pl, cam, vpt, cfg.rules, render_dropped=False, too_small=small_fn)
-            # the reference rule, a no-op after label_frame's mesh-pass test (a frame rendered as kept is large enough)
-            small = too_small(lab, cfg) if lab["keep"] and cfg.placement_design != "legacy" else []
-            if small:
-                lab = {**lab, "keep": False, "drop_reason": ";".join(small)}
             rel = f"s{k:02d}/f{f:03d}.png"
             if lab["keep"]:
                 _save_png(tmp / rel, img)
