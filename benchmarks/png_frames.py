@@ -4,7 +4,8 @@
 
 Reads up to ``--max`` kept frames (``images/**/*.png``) of a build and encodes each with: PIL at zlib levels
 6 (its default, the builder's writer before issue 19), 3, 2, 1 (adaptive row filters); Vantage's
-``render.files.png_bytes`` with row filter none and sub (ISA-L deflate, level 1); and, when OpenCV is
+``render.files.png_bytes`` with row filter none and sub (zlib-ng deflate, level 2); ISA-L level 1 through the same encoder (the
+writer until 2026-11, dropped because its bytes were not deterministic) when ``isal`` is installed; and, when OpenCV is
 installed (``pip install .[bench]``; not a Vantage dependency), OpenCV at levels 1 and 3. CPU =
 ``time.process_time`` of encoding only (no file writes), best of ``--repeats``; every encoding is decoded
 by PIL and compared with the frame's pixels.
@@ -46,8 +47,23 @@ def main() -> None:
         return enc
 
     writers = {f"PIL level {k}" + (" (before issue 19)" if k == 6 else ""): pil(k) for k in (6, 3, 2, 1)}
-    writers["png_bytes none (ISA-L 1)"] = lambda a: png_bytes(a, 1)
-    writers["png_bytes sub (ISA-L 1, the builder's)"] = lambda a: png_bytes(a, 1, row_filter="sub")
+    writers["png_bytes none (zlib-ng 2)"] = lambda a: png_bytes(a, 1)
+    writers["png_bytes sub (zlib-ng 2, the builder's)"] = lambda a: png_bytes(a, 1, row_filter="sub")
+    try:
+        from isal import isal_zlib
+
+        import render.files as rf
+
+        def isal_png(a):
+            keep = rf._compress
+            rf._compress = lambda data, level: isal_zlib.compress(data, 1)
+            try:
+                return png_bytes(a, 1, row_filter="sub")
+            finally:
+                rf._compress = keep
+        writers["png_bytes sub (ISA-L 1, until 2026-11; bench extra)"] = isal_png
+    except ImportError:
+        pass
     try:
         import cv2
 

@@ -92,19 +92,27 @@ def _png_head(w: int, h: int, colour: int) -> bytes:
     return b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, colour, 0, 0, 0))
 
 
-try:  # ISA-L's deflate: ~15x faster than zlib at level 1 with smaller output on flat images
-    from isal import isal_zlib as _deflate
+# Deflate by zlib-ng at level 2. Deterministic: the same bytes in, the same bytes out, in any process and
+# whatever ran before. ISA-L (used until 2026-11) was ~2x faster but not: twice the same filtered rows gave a
+# stream different in a few bytes (a 3D-PC frame; a MindSet image written serially and by a worker, which
+# failed CI), so a re-rendered or sharded file could differ from the original in bytes although never in pixels.
+# Level 2 on flat stimuli: 0.05 ms per 224 px RGB image with smaller files than ISA-L's level 1; on a rendered
+# 256 px frame 1.8 ms and 4% smaller (docs/benchmarks.md, "PNG deflate"). Stdlib zlib is 4x slower on flat
+# images and is not used as a silent fallback (other bytes).
+from zlib_ng import zlib_ng as _zlib_ng
 
-    def _compress(data, level: int) -> bytes:
-        return _deflate.compress(data, 0 if level == 0 else 1)
-except ImportError:  # pragma: no cover - isal is a declared dependency; zlib is the fallback
-    def _compress(data, level: int) -> bytes:
-        return zlib.compress(data, level)
+DEFLATE_LEVEL = 2
+DEFLATE = f"zlib-ng {_zlib_ng.ZLIBNG_VERSION} level {DEFLATE_LEVEL}"  # what wrote the PNGs: for provenance
+
+
+def _compress(data, level: int) -> bytes:
+    """The zlib stream of ``data``: stored (level 0) or zlib-ng at :data:`DEFLATE_LEVEL` (any other level)."""
+    return _zlib_ng.compress(data, 0 if level == 0 else DEFLATE_LEVEL)
 
 
 def png_bytes(img: np.ndarray, compress_level: int = 6, row_filter: str = "none") -> bytes:
     """8-bit greyscale [H, W] or RGB [H, W, 3] PNG. A minimal encoder (one row filter for every row, one
-    deflate stream, by ISA-L when installed), many times faster than PIL's for the mostly flat images stimuli
+    deflate stream by zlib-ng, deterministic), many times faster than PIL's for the mostly flat images stimuli
     are; any PNG decoder reads it (tested against PIL). ``compress_level`` 0 stores uncompressed.
     ``row_filter``: "none" (PNG filter 0; flat stimuli) or "sub" (filter 1, each byte minus the same channel
     of the pixel to its left: rendered, textured images, e.g. the 3D-PC frames, compress ~17% smaller than

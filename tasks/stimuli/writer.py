@@ -36,7 +36,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from render.files import OutputError, mark_owned, output_folder, package_version, png_bytes, write_table
+from render.files import DEFLATE, OutputError, mark_owned, output_folder, package_version, png_bytes, write_table
 from scenes.files import atomic_write_bytes
 
 from .registry import GENERATORS, ConfigError, Item, get_generator, make_config
@@ -488,6 +488,7 @@ def _finish(out: Path, name: str, seed, n_shards: int, parts: _TableParts | None
         counts = {str(k): int(v) for k, v in made.condition.value_counts().sort_index().items()}
         skipped = {str(r.item_id): str(r.skipped) for r in df[df.file_name == ""].itertuples()}
         sha256 = dict(zip(made.file_name, made.sha256, strict=True))
-    manifest = {"dataset": name, "vantage_version": package_version(), "seed": int(seed), "images": int(images),
+    manifest = {"dataset": name, "vantage_version": package_version(), "png_deflate": DEFLATE, "seed": int(seed),
+                "images": int(images),
                 "counts": counts, "skipped": skipped, "sha256": sha256}
     atomic_write_bytes(out / "manifest.json", json.dumps(manifest, indent=1, sort_keys=True).encode())

@@ -117,7 +117,7 @@ def compare_manifest(path: Path, images: dict[str, str]) -> list[str]:
 def assemble(cfg: BuildConfig) -> None:
     import pandas as pd
 
-    from render.files import package_version, write_table
+    from render.files import DEFLATE, package_version, write_table
     from scenes.files import atomic_write_text
     out = Path(cfg.out)
     tables = []
@@ -166,7 +166,8 @@ def assemble(cfg: BuildConfig) -> None:
     counts["human"] = {f"vpt{int(a)}_depth{int(b)}": int(n) for (a, b), n in
                        df[df.in_human].groupby(["vpt_label", "depth_label"]).size().items()}
     manifest = {
-        "dataset": "3D-PC (Vantage)", "vantage_version": package_version(), "label_rule_version": LABEL_RULE_VERSION,
+        "dataset": "3D-PC (Vantage)", "vantage_version": package_version(), "png_deflate": DEFLATE,
+        "label_rule_version": LABEL_RULE_VERSION,
         "seed": cfg.seed, "config": json.loads(json.dumps(cfg.identity(), default=list)), "counts": counts,
         "val_scenes": sorted(df.loc[df.split == "val", "scene"].unique().tolist()),
         "rejected_placements": {"total": _total(rejections), "by_scene": rejections},
