@@ -59,7 +59,7 @@ def agreement_study(scene_names: list[str], per_scene: int, seed: int = 0, mode:
             else:
                 outcome = ""
                 pl = _random_placement(sc, rng, style)
-            lab = vpt_label(sc, pl.observer, pl.target, rules)
+            lab = vpt_label(sc, pl.observer, pl.target, rules, support=pl.target_support)
             rows.append({"scene": name, "mode": mode, "requested": outcome, **pl.to_row(), **lab})
     df = pd.DataFrame(rows)
     return df

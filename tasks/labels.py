@@ -28,7 +28,7 @@ from scenes.props import cross3
 
 from .schema import ConfigError, field, validate_config
 
-LABEL_RULE_VERSION = "3.1"
+LABEL_RULE_VERSION = "3.2"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,6 +63,13 @@ class LabelRules:
                       from a 256-px image. v3.0: 0.25; v3.1 (default): 0.5, because at 0.25 about one VPT image in
                       eight still hung on heights along the sight line that one view cannot settle. 0 = the v2.0
                       rule (the target's own silhouette).
+    ring_below:       rule v3.2 (default True): for a ball on a stand the clearance disc goes on below the ball, down
+                      to the stand's foot, and the rays to it ignore the ball's own stand (as if it were glass), so
+                      a ball seen over an object's top edge is visible only with the ring's margin below it too.
+                      Why (issue 10): v3.1 cut the disc at the ball's bottom for every ball (its stand blocks the
+                      rays below it), so a raised ball whose bottom just cleared the top edge of the object was
+                      labelled visible: the hesitations left on the v3.1 contact sheet (balls on poles at the
+                      object's height). False = v3.1. A ball on the ground keeps the cut (the ground is below it).
     """
 
     vpt_visible_min: float = field(0.9, "visible fraction at or above which the ball counts as visible", range=(0, 1))
@@ -77,6 +84,8 @@ class LabelRules:
     aperture_points: int = field(8, "points on the aperture's rim", range=(0, 360))
     clearance: float = field(0.5, "clearance ring around the target, in target sizes (0 = the target alone)",
                              range=(0, 5))
+    ring_below: bool = field(True, "v3.2: the clearance ring also below a raised ball, its own stand ignored "
+                             "(False = v3.1: the ring cut at the ball's bottom)")
 
     def __post_init__(self):
         validate_config(self)  # each field's declared range (tasks/schema.py), then the rules between fields
@@ -142,7 +151,11 @@ def raycast_visible_fractions(eyes, target, occluders, n_rays: int = 256) -> np.
     blocked = np.zeros(len(pts), bool)
     if len(idx):
         hit = np.linalg.norm(locs - org[idx], axis=1)
-        blocked[idx] = hit < dist[idx] - 1e-4
+        stops = hit < dist[idx] - 1e-4
+        box = getattr(target, "ignore_box", None)  # the ball's own stand (rule v3.2): not an occluder of its ring
+        if box is not None:
+            stops &= ~np.all((locs >= box[0]) & (locs <= box[1]), axis=1)
+        blocked[idx] = stops
     return 1.0 - blocked.reshape(len(eyes), n_rays).mean(1)
 
 
@@ -160,19 +173,29 @@ def _spiral(m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 class ClearanceDisc:
-    """The target grown by a clearance ring, as ray-cast targets (``facing_points``) for the VPT rule v3.0.
+    """The target grown by a clearance ring, as ray-cast targets (``facing_points``) for the VPT rule v3.x.
 
     ``facing_points(eye, n)``: ``n`` points spread uniformly (Vogel spiral) over the disc of radius
     ``target.bounding_radius + clearance × target.size`` through the target's centre, perpendicular to the view
-    from ``eye``, without the points lower than the target's bottom (world z below centre − bounding radius: the
-    target's own support or the ground would block them from any eye). A ray reaching a disc point inside the
-    target passes only through the target, which is not an occluder, so the inner part stands for the target.
+    from ``eye``, without the points lower than ``floor``. A ray reaching a disc point inside the target passes
+    only through the target, which is not an occluder, so the inner part stands for the target.
+
+    ``floor``: the target's bottom (world z of centre − bounding radius) for a target on the ground, or with
+    ``support`` None or ``below`` False (rule v3.0/v3.1: its support or the ground would block rays to points
+    lower down from any eye). With a ``support`` and ``below`` (rule v3.2) the floor is the support's foot, and
+    ``ignore_box`` (the support's bounds grown by 1 mm) tells the ray cast to ignore hits on the support, so the
+    ring below a raised ball is judged against everything else.
     """
 
-    def __init__(self, target, clearance: float):
+    def __init__(self, target, clearance: float, support=None, below: bool = False):
         self.target = target
         self.radius = float(target.bounding_radius + clearance * target.size)
         self.floor = float(target.center[2] - target.bounding_radius)
+        self.ignore_box = None
+        if support is not None and below:
+            self.floor = float(support.bottom)
+            b = np.asarray(support.mesh().bounds, float)
+            self.ignore_box = np.stack([b[0] - 1e-3, b[1] + 1e-3])
 
     def facing_points(self, eye, n: int = 256) -> np.ndarray:
         eye = np.asarray(eye, float)
@@ -194,18 +217,20 @@ class ClearanceDisc:
             m *= 2
 
 
-def sight_target(target, rules: LabelRules):
+def sight_target(target, rules: LabelRules, support=None):
     """What the VPT ray cast aims at: the target itself (``clearance`` 0, rule v2.0) or its
-    :class:`ClearanceDisc`."""
-    return ClearanceDisc(target, rules.clearance) if rules.clearance > 0 else target
+    :class:`ClearanceDisc` (``support``: the stand the target rests on, None = the ground)."""
+    if rules.clearance <= 0:
+        return target
+    return ClearanceDisc(target, rules.clearance, support, below=rules.ring_below)
 
 
-def aperture_fractions(observer, target, occluders, rules: LabelRules = LabelRules()) -> np.ndarray:
-    """Visible fraction of ``target`` (its clearance disc, :func:`sight_target`) from every point of the
-    observer's aperture (:func:`aperture_points`): (1 + k,) floats in [0, 1], entry 0 from the eye centre.
-    Label with :func:`vpt_from_aperture`."""
-    return raycast_visible_fractions(aperture_points(observer, rules), sight_target(target, rules), occluders,
-                                     rules.n_rays)
+def aperture_fractions(observer, target, occluders, rules: LabelRules = LabelRules(), support=None) -> np.ndarray:
+    """Visible fraction of ``target`` (its clearance disc, :func:`sight_target`; ``support`` = the stand it rests
+    on, None = the ground) from every point of the observer's aperture (:func:`aperture_points`): (1 + k,)
+    floats in [0, 1], entry 0 from the eye centre. Label with :func:`vpt_from_aperture`."""
+    return raycast_visible_fractions(aperture_points(observer, rules), sight_target(target, rules, support),
+                                     occluders, rules.n_rays)
 
 
 def vpt_from_aperture(fractions, visible_in_view: bool, rules: LabelRules) -> tuple[int | None, str]:
@@ -222,7 +247,8 @@ def vpt_from_aperture(fractions, visible_in_view: bool, rules: LabelRules) -> tu
     return None, "partial"
 
 
-def aperture_label(observer, target, occluders, rules: LabelRules = LabelRules(), visible_in_view: bool | None = None) -> dict:
+def aperture_label(observer, target, occluders, rules: LabelRules = LabelRules(), visible_in_view: bool | None = None,
+                   support=None) -> dict:
     """Ray-cast VPT label over the aperture, for samplers: casts from the eye centre first and from the rim
     only when the centre's verdict is clear (a centre ``partial`` or ``out_of_view`` cannot become visible or
     occluded, so rejection loops pay the rim only for candidates). Returns ``vpt_label``, ``vpt_reason``,
@@ -230,7 +256,7 @@ def aperture_label(observer, target, occluders, rules: LabelRules = LabelRules()
     rim was not cast). Same label as :func:`vpt_from_aperture` on :func:`aperture_fractions` (tested)."""
     view = in_view(observer, target) if visible_in_view is None else bool(visible_in_view)
     pts = aperture_points(observer, rules)
-    target = sight_target(target, rules)
+    target = sight_target(target, rules, support)
     centre = float(raycast_visible_fractions(pts[:1], target, occluders, rules.n_rays)[0])
     out = {"in_view": view, "visible_fraction_raycast": centre}
     label, reason = vpt_from_fraction(centre, view, rules)
@@ -273,17 +299,19 @@ def rendered_visible_fraction(gaussians, observer, target, rules: LabelRules, ba
     return float(comp.mesh_visible(0, rules.alpha_hidden).sum() / n)
 
 
-def vpt_label(scene, observer, target, rules: LabelRules = LabelRules(), mesh_renderer: str = "pyrender") -> dict:
+def vpt_label(scene, observer, target, rules: LabelRules = LabelRules(), mesh_renderer: str = "pyrender",
+              support=None) -> dict:
     """VPT label with its evidence: ray-cast and rendered visible fractions, in-view flag, both labels.
 
     ``scene`` is a :class:`scenes.scene.Scene`; its exact meshes (or proxy mesh) are the occluders. The ray
     cast covers the whole aperture (``visible_fraction_min`` / ``_max`` over :func:`aperture_points`;
     ``visible_fraction_raycast`` is the eye centre's); the render check renders from the eye centre only
     (one 64×64 splat render; the aperture's extremes are already decided by the exact geometry).
+    ``support``: the stand the target rests on (None = the ground), for the clearance ring below it (rule v3.2).
     """
     view = in_view(observer, target)
     occ = scene.occluders()
-    fr = aperture_fractions(observer, target, occ, rules)
+    fr = aperture_fractions(observer, target, occ, rules, support)
     f_ray = float(fr[0])
     f_ren = rendered_visible_fraction(scene.gaussians, observer, target, rules, scene.background, mesh_renderer)
     lab_ray, why_ray = vpt_from_aperture(fr, view, rules)

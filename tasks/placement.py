@@ -442,7 +442,7 @@ def draw_candidate(scene, rng: np.random.Generator, style: PropStyle, rules: Lab
     # whole-aperture line of sight (rule v2.0+, to the clearance disc in v3.0) against the scene and both supports: a candidate that is clear
     # from the lens centre but partial from its rim would be dropped by vpt_label later
     ap = aperture_label(pl.observer, pl.target, CompositeOccluders([scene.occluders()] + [s.mesh() for s in pl.supports]),
-                        rules, visible_in_view=True)
+                        rules, visible_in_view=True, support=pl.target_support)
     if ap["vpt_label"] is None:
         counts["pool_partial"] += 1
         return None

@@ -97,7 +97,7 @@ def render_trajectory(scene: str = "bench_01", out: str | os.PathLike = "out/tra
 
         placement, rules, _ = placement_from_config(sc, props)
         sc = dataclasses.replace(sc, background=bg)
-        vpt = vpt_label(sc, placement.observer, placement.target, rules)
+        vpt = vpt_label(sc, placement.observer, placement.target, rules, support=placement.target_support)
 
     run = {"config": config, "backend": backend, "scene_metadata": sc.metadata,
            "trajectory": sc.trajectory.to_dict(), "vantage_version": package_version()}

@@ -183,7 +183,7 @@ def test_vpt_label_records_min_and_max_in_the_labels_table():
     assert lab["visible_fraction_min"] <= lab["visible_fraction_raycast"] <= lab["visible_fraction_max"]
     df = labels_table([{**lab, "label_rule_version": LABEL_RULE_VERSION}])
     assert {"visible_fraction_min", "visible_fraction_max"} <= set(df.columns)
-    assert df.visible_fraction_min.dtype == "float64" and df.label_rule_version[0] == "3.1"
+    assert df.visible_fraction_min.dtype == "float64" and df.label_rule_version[0] == "3.2"
 
 
 def test_depth_labels_unchanged_in_definition():
@@ -220,3 +220,54 @@ def test_early_exit_label_equals_the_full_aperture_rule():
                 assert (fast["visible_fraction_min"], fast["visible_fraction_max"]) == (fr.min(), fr.max())
             seen.add(fast["vpt_reason"])
     assert seen == {"visible", "occluded", "partial", "out_of_view"}
+
+
+def test_rule_v32_ring_below_a_raised_ball_and_its_own_stand_ignored():
+    """Rule v3.2: a ball on a stand seen just over a wall's top edge — its bottom clears the edge from every
+    aperture point, the ring below it does not — is visible under v3.1 (disc cut at the ball's bottom) and
+    partial under v3.2; raised by the ring's width more it is visible under both. The ball's own stand
+    never blocks its ring (with nothing else around: fraction 1 from every aperture point), while the same
+    disc with the stand counted as an occluder would lose the strip under the ball."""
+    from scenes.props import Support
+    from tasks.labels import ClearanceDisc, raycast_visible_fractions
+
+    v31 = LabelRules(ring_below=False)
+    assert RULES.ring_below and LABEL_RULE_VERSION == "3.2"
+    size = 0.18
+    eyes = aperture_points(OBS, RULES)
+    wall_x = 1.0
+
+    def ball_on_stand(bottom):
+        return Target((2.0, 0.0, bottom + size / 2), size=size), Support("pedestal", (2.0, 0.0), 0.0, bottom, 0.12)
+
+    def wall(height):
+        w = trimesh.creation.box(extents=[0.02, 3.0, height])
+        w.apply_translation([wall_x, 0.0, height / 2])
+        return w
+
+    bottom = 0.45
+    ball, stand = ball_on_stand(bottom)
+    # the wall's top 5 mm under the lowest line from an aperture point to the ball's bottom
+    s = (wall_x - eyes[:, 0]) / (2.0 - eyes[:, 0])
+    top = float(np.min(eyes[:, 2] + s * (bottom - eyes[:, 2]))) - 0.005
+    occ = _scene(wall(top), stand.mesh())
+    fr31 = aperture_fractions(OBS, ball, occ, v31, support=stand)
+    fr32 = aperture_fractions(OBS, ball, occ, RULES, support=stand)
+    assert vpt_from_aperture(fr31, True, v31) == (1, "visible")
+    assert vpt_from_aperture(fr32, True, RULES) == (None, "partial")
+    assert 0.6 < fr32.min() < RULES.vpt_visible_min  # the ring's lower part (~1/5 of the disc) is behind the wall
+    # without a stand (ball on the ground) the cut stays at the ball's bottom, as in v3.1
+    np.testing.assert_array_equal(aperture_fractions(OBS, ball, occ, RULES), fr31)
+    # raised by one more ball diameter: the whole ring clears the wall, visible under both rules
+    high, high_stand = ball_on_stand(bottom + 1.5 * size)
+    occ = _scene(wall(top), high_stand.mesh())
+    for rules in (v31, RULES):
+        assert vpt_from_aperture(aperture_fractions(OBS, high, occ, rules, support=high_stand), True, rules) == \
+            (1, "visible")
+    # the ball's own stand is not an occluder of its ring
+    occ = _scene(stand.mesh())
+    np.testing.assert_array_equal(aperture_fractions(OBS, ball, occ, RULES, support=stand), 1.0)
+    disc = ClearanceDisc(ball, RULES.clearance, stand, below=True)
+    assert disc.floor == 0.0 and disc.facing_points(eyes[0], 256)[:, 2].min() < bottom - 0.5 * size / 2
+    disc.ignore_box = None  # the same disc with the stand counted
+    assert raycast_visible_fractions(eyes, disc, occ, 256).min() < 0.97

@@ -82,10 +82,13 @@ def _auc(x, y):
 def test_matched_design_removes_the_layout_cues_that_the_legacy_design_has():
     """Per placement, the layout features the legacy design gives away (prop distance, azimuth separation,
     the props' line through the object) separate the VPT classes far less in the matched design.
-    Ray-cast labels only (the render check is the build's), so this runs in seconds."""
+    Ray-cast labels only (the render check is the build's), so this runs in seconds. The candidates are drawn
+    with rule v3.1's ring (``ring_below=False``), which the thresholds below were set with: on 36 placements
+    per design an AUC moves by ~0.1 between draws, so this test compares designs on fixed draws, and the
+    default rule's cues are gated on the full build (its shortcut audit, with CIs over placements)."""
     from scenes.load import load_scene
 
-    rules = LabelRules(n_rays=64)
+    rules = LabelRules(n_rays=64, ring_below=False)
     feats = {"legacy": ([], []), "matched": ([], [])}
     # legacy puts props on the ground: behind a couch or bench (open under its seat) the lens's lower rim sees
     # the ball, so rule 2.0 has no legacy 'occluded' placement there; a closed-to-the-ground object instead

@@ -165,9 +165,9 @@ def style_for(cfg: BuildConfig, rng: np.random.Generator) -> PropStyle:
 
 
 def _save_png(path: Path, img: np.ndarray) -> None:
-    """A frame as PNG, atomically: Vantage's minimal encoder with the Sub row filter and ISA-L deflate
-    (``render.files.png_bytes``), ~0.7 ms CPU per 256-px frame against ~19 ms for PIL's adaptive filters at
-    zlib level 6, files ~13% larger, pixels identical (issue 19, docs/benchmarks.md)."""
+    """A frame as PNG, atomically: Vantage's minimal encoder with the Sub row filter and zlib-ng deflate
+    (``render.files.png_bytes``; deterministic bytes), ~1.6 ms CPU per 256-px frame against ~18 ms for PIL's
+    adaptive filters at zlib level 6, files ~10% larger, pixels identical (issue 19, docs/benchmarks.md)."""
     from render.files import png_bytes
     from scenes.files import atomic_write_bytes
 
@@ -179,7 +179,7 @@ def _labelled_placement(cfg, scene, outcome, rng, rejected):
     for _ in range(cfg.max_placement_tries):
         style = style_for(cfg, rng)
         pl, _ = sample_placement(scene, outcome, rng, style, cfg.rules)
-        vpt = vpt_label(scene, pl.observer, pl.target, cfg.rules)
+        vpt = vpt_label(scene, pl.observer, pl.target, cfg.rules, support=pl.target_support)
         if vpt["vpt_label"] is not None:
             return pl, vpt
         rejected[f"render_{vpt['vpt_reason']}"] += 1
@@ -204,7 +204,7 @@ def scene_placements(cfg: BuildConfig, scene, rng: np.random.Generator) -> tuple
         return out, dict(rejected)
 
     def label_fn(pl):
-        return vpt_label(staged_scene(scene, pl), pl.observer, pl.target, cfg.rules)
+        return vpt_label(staged_scene(scene, pl), pl.observer, pl.target, cfg.rules, support=pl.target_support)
 
     return sample_matched_settings(scene, outcomes, rng, lambda r: style_for(cfg, r),
                                    label_fn, cfg.rules, max_tries=cfg.max_placement_tries)
@@ -227,7 +227,8 @@ def _face_viewer_as_pair(cfg, scene, pl, vpt, info, arc, pos_cos, rng, rejected)
         if turned is None:
             rejected["face_viewer_unmatched"] = rejected.get("face_viewer_unmatched", 0) + 1
             return pl, vpt, None
-        v2 = vpt_label(staged_scene(scene, turned), turned.observer, turned.target, cfg.rules)
+        v2 = vpt_label(staged_scene(scene, turned), turned.observer, turned.target, cfg.rules,
+                       support=turned.target_support)
         if v2["vpt_label"] == 0 and v2["vpt_reason"] == "out_of_view":
             return turned, v2, None
         rejected["face_viewer_relabel_failed"] = rejected.get("face_viewer_relabel_failed", 0) + 1
@@ -353,7 +354,7 @@ def strategy_frames(cfg: BuildConfig, scene, at, ts, cam, n_before: int, n_block
             pending.append((t, pl, want, None, fm))
             small = True
             break
-        vpt = vpt_label(staged_scene(scene, pl), pl.observer, pl.target, cfg.rules)
+        vpt = vpt_label(staged_scene(scene, pl), pl.observer, pl.target, cfg.rules, support=pl.target_support)
         if vpt["vpt_label"] != want:
             return "label_or_visibility", []
         pending.append((t, pl, want, vpt, fm))
@@ -384,7 +385,7 @@ def strategy_frames_reference(cfg: BuildConfig, scene, at, ts, cam, n_before: in
     for k, t in enumerate(ts):
         pl = at(float(t))
         stage = staged_scene(scene, pl)
-        vpt = vpt_label(stage, pl.observer, pl.target, cfg.rules)
+        vpt = vpt_label(stage, pl.observer, pl.target, cfg.rules, support=pl.target_support)
         want = 0 if n_before <= k < n_before + n_block else 1
         img, lab = label_frame(stage, pl, cam, vpt, cfg.rules)
         if not legacy and lab["keep"] and too_small(lab, cfg):
@@ -427,7 +428,7 @@ def strategy_scene_rows(cfg: BuildConfig, scene, tmp: Path, final: Path) -> tupl
         def verdict_at(t):
             p = at(t)
             return aperture_label(p.observer, p.target, CompositeOccluders([occ] + [sp.mesh() for sp in p.supports]),
-                                  scan_rules, visible_in_view=True)["vpt_reason"]
+                                  scan_rules, visible_in_view=True, support=p.target_support)["vpt_reason"]
 
         # both ends first: a path not clear at an end fails whatever lies between (the same verdict and
         # rejection count as scanning every position; the scan draws no random numbers)
