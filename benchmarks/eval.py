@@ -7,12 +7,12 @@
     python benchmarks/eval.py [--task out/bench_eval_3dpc] [--n 1024] [--rounds 2] [--model timm:resnet18]
 
 The probe runs ``eval.probe.run_probe`` on embeddings with the default build's VPT split sizes
-(train/val/test 3,238 / 3,932 / 3,550: the default build with label rule v3.1, docs/benchmarks.md) and
+(train/val/test 3,422 / 3,814 / 3,698: the default build with label rule v3.2, docs/benchmarks.md) and
 ``--dim`` (default 2,048, ResNet-50's width), with a learnable signal; its baseline is the same probe with the reference dropout masks (float
 draws, ``probe.FAST_MASKS=False``) and one gather of the shuffled matrix per epoch
 (``probe.GATHER_PER_BATCH=False``), same result. Extraction is timed on ``--n`` images of a 3D-PC build at
 the default 256×256 (built with the small preset's scenes at size 256 if ``--task`` does not exist), cycled
-when the build has fewer images, and projected to the default build's 10,951 kept frames; its baseline is
+when the build has fewer images, and projected to the default build's 11,108 kept frames; its baseline is
 the plain path (``fast=false``: the model as loaded and the library transform per image), the new one the
 fast path (batch norms folded, uint8 preprocessing), both with the decoding worker, interleaved round by
 round so both see the same machine load. CPU time (user + system of this process and its finished
@@ -30,8 +30,8 @@ from pathlib import Path
 _here = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
 
-DEFAULT_BUILD_IMAGES = 10_951  # kept basic frames of the default build, label rule v3.1 (docs/benchmarks.md)
-VPT_SPLITS = {"train": 3_238, "val": 3_932, "test": 3_550}  # the same build's balanced VPT splits
+DEFAULT_BUILD_IMAGES = 11_108  # kept basic frames of the default build, label rule v3.2 (docs/benchmarks.md)
+VPT_SPLITS = {"train": 3_422, "val": 3_814, "test": 3_698}  # the same build's balanced VPT splits
 
 
 def synthetic(dim: int, seed: int = 0):
