@@ -96,9 +96,9 @@ def _png_head(w: int, h: int, colour: int) -> bytes:
 # whatever ran before. ISA-L (used until 2026-11) was ~2x faster but not: twice the same filtered rows gave a
 # stream different in a few bytes (a 3D-PC frame; a MindSet image written serially and by a worker, which
 # failed CI), so a re-rendered or sharded file could differ from the original in bytes although never in pixels.
-# Level 2 on flat stimuli: 0.05 ms per 224 px RGB image with smaller files than ISA-L's level 1; on a rendered
-# 256 px frame 1.8 ms and 4% smaller (docs/benchmarks.md, "PNG deflate"). Stdlib zlib is 4x slower on flat
-# images and is not used as a silent fallback (other bytes).
+# Level 2 on flat stimuli: 0.063 ms per 224 px RGB image (ISA-L 0.033) with smaller files; on a rendered
+# 256 px frame 1.64 ms (ISA-L 0.60) and 3% smaller (docs/benchmarks.md, "Deterministic PNG deflate"). Stdlib
+# zlib is 3-4x slower on flat images and is not used as a silent fallback (other bytes).
 from zlib_ng import zlib_ng as _zlib_ng
 
 DEFLATE_LEVEL = 2

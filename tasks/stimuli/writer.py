@@ -489,6 +489,5 @@ def _finish(out: Path, name: str, seed, n_shards: int, parts: _TableParts | None
         skipped = {str(r.item_id): str(r.skipped) for r in df[df.file_name == ""].itertuples()}
         sha256 = dict(zip(made.file_name, made.sha256, strict=True))
     manifest = {"dataset": name, "vantage_version": package_version(), "png_deflate": DEFLATE, "seed": int(seed),
-                "images": int(images),
-                "counts": counts, "skipped": skipped, "sha256": sha256}
+                "images": int(images), "counts": counts, "skipped": skipped, "sha256": sha256}
     atomic_write_bytes(out / "manifest.json", json.dumps(manifest, indent=1, sort_keys=True).encode())
