@@ -48,12 +48,12 @@ def main() -> None:
                 view = in_view(pl.observer, pl.target)
                 rec = {"scene": name, "category": name.split("_")[0], "outcome": outcome}
                 t = time.perf_counter()
-                aperture_fractions(pl.observer, pl.target, occ, LabelRules(aperture_scale=0.0))
+                aperture_fractions(pl.observer, pl.target, occ, LabelRules(aperture_scale=0.0), support=pl.target_support)
                 t_centre.append(time.perf_counter() - t)
                 for s in scales:
                     rules = LabelRules(aperture_scale=s)
                     t = time.perf_counter()
-                    fr = aperture_fractions(pl.observer, pl.target, occ, rules)
+                    fr = aperture_fractions(pl.observer, pl.target, occ, rules, support=pl.target_support)
                     if s == 0.25:
                         t_aperture.append(time.perf_counter() - t)
                     rec[f"max_{s}"] = fr.max()

@@ -217,19 +217,24 @@ class ClearanceDisc:
             m *= 2
 
 
-def sight_target(target, rules: LabelRules, support=None):
+def sight_target(target, rules: LabelRules, *, support):
     """What the VPT ray cast aims at: the target itself (``clearance`` 0, rule v2.0) or its
-    :class:`ClearanceDisc` (``support``: the stand the target rests on, None = the ground)."""
+    :class:`ClearanceDisc` (``support``: the stand the target rests on, None = the ground).
+
+    ``support`` has no default here nor in :func:`aperture_fractions`, :func:`aperture_label` and
+    :func:`vpt_label`: since rule v3.2 a raised ball's label depends on its stand, so every caller says which
+    (``support=placement.target_support``, or ``support=None`` for a ball on the ground); a call that forgets
+    it fails instead of silently labelling a raised ball as if it lay on the ground."""
     if rules.clearance <= 0:
         return target
     return ClearanceDisc(target, rules.clearance, support, below=rules.ring_below)
 
 
-def aperture_fractions(observer, target, occluders, rules: LabelRules = LabelRules(), support=None) -> np.ndarray:
+def aperture_fractions(observer, target, occluders, rules: LabelRules = LabelRules(), *, support) -> np.ndarray:
     """Visible fraction of ``target`` (its clearance disc, :func:`sight_target`; ``support`` = the stand it rests
     on, None = the ground) from every point of the observer's aperture (:func:`aperture_points`): (1 + k,)
     floats in [0, 1], entry 0 from the eye centre. Label with :func:`vpt_from_aperture`."""
-    return raycast_visible_fractions(aperture_points(observer, rules), sight_target(target, rules, support),
+    return raycast_visible_fractions(aperture_points(observer, rules), sight_target(target, rules, support=support),
                                      occluders, rules.n_rays)
 
 
@@ -248,7 +253,7 @@ def vpt_from_aperture(fractions, visible_in_view: bool, rules: LabelRules) -> tu
 
 
 def aperture_label(observer, target, occluders, rules: LabelRules = LabelRules(), visible_in_view: bool | None = None,
-                   support=None) -> dict:
+                   *, support) -> dict:
     """Ray-cast VPT label over the aperture, for samplers: casts from the eye centre first and from the rim
     only when the centre's verdict is clear (a centre ``partial`` or ``out_of_view`` cannot become visible or
     occluded, so rejection loops pay the rim only for candidates). Returns ``vpt_label``, ``vpt_reason``,
@@ -256,7 +261,7 @@ def aperture_label(observer, target, occluders, rules: LabelRules = LabelRules()
     rim was not cast). Same label as :func:`vpt_from_aperture` on :func:`aperture_fractions` (tested)."""
     view = in_view(observer, target) if visible_in_view is None else bool(visible_in_view)
     pts = aperture_points(observer, rules)
-    target = sight_target(target, rules, support)
+    target = sight_target(target, rules, support=support)
     centre = float(raycast_visible_fractions(pts[:1], target, occluders, rules.n_rays)[0])
     out = {"in_view": view, "visible_fraction_raycast": centre}
     label, reason = vpt_from_fraction(centre, view, rules)
@@ -300,7 +305,7 @@ def rendered_visible_fraction(gaussians, observer, target, rules: LabelRules, ba
 
 
 def vpt_label(scene, observer, target, rules: LabelRules = LabelRules(), mesh_renderer: str = "pyrender",
-              support=None) -> dict:
+              *, support) -> dict:
     """VPT label with its evidence: ray-cast and rendered visible fractions, in-view flag, both labels.
 
     ``scene`` is a :class:`scenes.scene.Scene`; its exact meshes (or proxy mesh) are the occluders. The ray
@@ -311,7 +316,7 @@ def vpt_label(scene, observer, target, rules: LabelRules = LabelRules(), mesh_re
     """
     view = in_view(observer, target)
     occ = scene.occluders()
-    fr = aperture_fractions(observer, target, occ, rules, support)
+    fr = aperture_fractions(observer, target, occ, rules, support=support)
     f_ray = float(fr[0])
     f_ren = rendered_visible_fraction(scene.gaussians, observer, target, rules, scene.background, mesh_renderer)
     lab_ray, why_ray = vpt_from_aperture(fr, view, rules)

@@ -300,7 +300,7 @@ def sample_placement(scene, outcome: str, rng: np.random.Generator, style: PropS
                                     and _clear_of(obj, pl.target.center, pl.target.bounding_radius)):
             continue
         # accept by the whole aperture (rule v2.0+), as tasks.labels.vpt_label will label it
-        ap = aperture_label(pl.observer, pl.target, occ, rules)
+        ap = aperture_label(pl.observer, pl.target, occ, rules, support=pl.target_support)
         if (ap["vpt_label"], ap["vpt_reason"]) == want:
             return pl, {"visible_fraction_raycast": ap["visible_fraction_raycast"], "in_view": ap["in_view"]}
     raise PlacementError(f"{scene.name}: no '{outcome}' placement found in {max_tries} tries")

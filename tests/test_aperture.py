@@ -37,7 +37,7 @@ def _scene(*parts) -> trimesh.Trimesh:
 
 
 def _label(occ, obs=OBS, ball=BALL, rules=V2):
-    fr = aperture_fractions(obs, ball, occ, rules)
+    fr = aperture_fractions(obs, ball, occ, rules, support=None)
     return fr, vpt_from_aperture(fr, True, rules)
 
 
@@ -89,7 +89,7 @@ def test_ball_behind_a_post_thinner_than_the_aperture_is_partial():
     assert lab == (None, "partial")
     # and the single-eye-point rule is recovered with aperture_scale 0
     single = LabelRules(aperture_scale=0.0, clearance=0.0)
-    assert vpt_from_aperture(aperture_fractions(OBS, BALL, occ, single), True, single) == (0, "occluded")
+    assert vpt_from_aperture(aperture_fractions(OBS, BALL, occ, single, support=None), True, single) == (0, "occluded")
 
 
 def test_ball_just_visible_past_an_edge_is_partial_not_visible():
@@ -154,7 +154,8 @@ def test_clearance_disc_covers_the_ball_and_its_ring_but_not_below_the_ball():
     assert 0.2 < inner < 0.4  # uniform in area: (1/2)^2 = 0.25 of the full disc, a bit more once clipped
     # clearance 0 aims at the ball itself (rule v2.0)
     from tasks.labels import sight_target
-    assert sight_target(ball, V2) is ball and isinstance(sight_target(ball, RULES), ClearanceDisc)
+    assert sight_target(ball, V2, support=None) is ball
+    assert isinstance(sight_target(ball, RULES, support=None), ClearanceDisc)
 
 
 def test_out_of_view_wins_and_the_rule_is_monotone():
@@ -178,7 +179,7 @@ def test_vpt_label_records_min_and_max_in_the_labels_table():
     obs_xy, ball_xy = c + (r + 0.4) * np.array([1.0, 0]), c + (r + 0.6) * np.array([math.cos(1.0), math.sin(1.0)])
     yaw = math.degrees(math.atan2(ball_xy[1] - obs_xy[1], ball_xy[0] - obs_xy[0]))
     pl = make_props(PropStyle(), obs_xy, yaw, ball_xy)
-    lab = vpt_label(scene, pl.observer, pl.target)
+    lab = vpt_label(scene, pl.observer, pl.target, support=pl.target_support)
     assert lab["vpt_label"] == 1
     assert lab["visible_fraction_min"] <= lab["visible_fraction_raycast"] <= lab["visible_fraction_max"]
     df = labels_table([{**lab, "label_rule_version": LABEL_RULE_VERSION}])
@@ -212,8 +213,8 @@ def test_early_exit_label_equals_the_full_aperture_rule():
     seen = set()
     for occ in scenes:
         for view in (True, False):
-            fast = aperture_label(OBS, BALL, occ, RULES, visible_in_view=view)
-            fr = aperture_fractions(OBS, BALL, occ, RULES)
+            fast = aperture_label(OBS, BALL, occ, RULES, visible_in_view=view, support=None)
+            fr = aperture_fractions(OBS, BALL, occ, RULES, support=None)
             assert (fast["vpt_label"], fast["vpt_reason"]) == vpt_from_aperture(fr, view, RULES)
             assert fast["visible_fraction_raycast"] == fr[0]
             if not np.isnan(fast["visible_fraction_min"]):
@@ -257,7 +258,7 @@ def test_rule_v32_ring_below_a_raised_ball_and_its_own_stand_ignored():
     assert vpt_from_aperture(fr32, True, RULES) == (None, "partial")
     assert 0.6 < fr32.min() < RULES.vpt_visible_min  # the ring's lower part (~1/5 of the disc) is behind the wall
     # without a stand (ball on the ground) the cut stays at the ball's bottom, as in v3.1
-    np.testing.assert_array_equal(aperture_fractions(OBS, ball, occ, RULES), fr31)
+    np.testing.assert_array_equal(aperture_fractions(OBS, ball, occ, RULES, support=None), fr31)
     # raised by one more ball diameter: the whole ring clears the wall, visible under both rules
     high, high_stand = ball_on_stand(bottom + 1.5 * size)
     occ = _scene(wall(top), high_stand.mesh())
@@ -271,3 +272,15 @@ def test_rule_v32_ring_below_a_raised_ball_and_its_own_stand_ignored():
     assert disc.floor == 0.0 and disc.facing_points(eyes[0], 256)[:, 2].min() < bottom - 0.5 * size / 2
     disc.ignore_box = None  # the same disc with the stand counted
     assert raycast_visible_fractions(eyes, disc, occ, 256).min() < 0.97
+
+
+def test_label_calls_must_say_where_the_ball_rests():
+    """Since rule v3.2 a raised ball's label depends on its stand: every label entry point takes ``support`` as a
+    required keyword, so a call site that forgets it fails instead of labelling a raised ball as on the ground."""
+    from tasks.labels import aperture_label, sight_target, vpt_label
+
+    occ = _scene(trimesh.creation.box(extents=[0.02, 3.0, 0.2]))
+    for call in (lambda: sight_target(BALL, RULES), lambda: aperture_fractions(OBS, BALL, occ, RULES),
+                 lambda: aperture_label(OBS, BALL, occ, RULES), lambda: vpt_label(None, OBS, BALL, RULES)):
+        with pytest.raises(TypeError, match="support"):
+            call()

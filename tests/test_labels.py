@@ -32,7 +32,7 @@ def hydrant():
 def test_ball_directly_behind_object_is_occluded(hydrant):
     obs_xy, ball_xy = _around(hydrant, 0, 0.4), _around(hydrant, 180, 0.15)
     pl = make_props(Style(), obs_xy, _facing(obs_xy, ball_xy), ball_xy)
-    lab = vpt_label(hydrant, pl.observer, pl.target)
+    lab = vpt_label(hydrant, pl.observer, pl.target, support=pl.target_support)
     assert lab["vpt_label"] == 0 and lab["vpt_reason"] == "occluded"
     assert lab["visible_fraction_raycast"] == 0.0 and lab["visible_fraction_render"] < 0.05
 
@@ -40,7 +40,7 @@ def test_ball_directly_behind_object_is_occluded(hydrant):
 def test_ball_in_open_facing_camera_is_visible(hydrant):
     obs_xy, ball_xy = _around(hydrant, 0, 0.4), _around(hydrant, 60, 0.6)
     pl = make_props(Style(), obs_xy, _facing(obs_xy, ball_xy), ball_xy)
-    lab = vpt_label(hydrant, pl.observer, pl.target)
+    lab = vpt_label(hydrant, pl.observer, pl.target, support=pl.target_support)
     assert lab["vpt_label"] == 1 and lab["vpt_reason"] == "visible" and lab["in_view"]
     assert lab["visible_fraction_raycast"] == 1.0 and lab["visible_fraction_render"] > 0.95
 
@@ -48,7 +48,7 @@ def test_ball_in_open_facing_camera_is_visible(hydrant):
 def test_ball_behind_prop_camera_is_out_of_view(hydrant):
     obs_xy, ball_xy = _around(hydrant, 0, 0.4), _around(hydrant, 60, 0.6)
     pl = make_props(Style(), obs_xy, _facing(obs_xy, ball_xy) + 180, ball_xy)
-    lab = vpt_label(hydrant, pl.observer, pl.target)
+    lab = vpt_label(hydrant, pl.observer, pl.target, support=pl.target_support)
     assert lab["vpt_label"] == 0 and lab["vpt_reason"] == "out_of_view" and not lab["in_view"]
     assert lab["visible_fraction_raycast"] == 1.0  # nothing in the way: it is the direction that fails
 

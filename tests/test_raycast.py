@@ -52,6 +52,6 @@ def test_composite_occluders_give_the_same_fractions_with_either_support_caster(
             pl = make_props(PropStyle(), o_xy, yaw, t_xy, rng.uniform(0.1, 0.8), rng.uniform(0.1, 0.8),
                             {"kind_observer": "pedestal", "kind_target": "box"})
             occ = CompositeOccluders([scene.occluders()] + [s.mesh() for s in pl.supports])
-            out.append(aperture_fractions(pl.observer, pl.target, occ, rules))
+            out.append(aperture_fractions(pl.observer, pl.target, occ, rules, support=pl.target_support))
         res[name] = np.array(out)
     np.testing.assert_array_equal(res["compiled"], res["reference"])
