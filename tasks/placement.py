@@ -634,6 +634,40 @@ def sample_matched_settings(scene, outcomes: list[str], rng: np.random.Generator
     return chosen, dict(counts)
 
 
+def sample_outcome(scene, outcome: str, rng: np.random.Generator, style: PropStyle = PropStyle(),
+                   rules: LabelRules = LabelRules(), design: MatchedDesign = MatchedDesign(), accept=None,
+                   max_tries: int = 400) -> tuple[Placement, dict]:
+    """One placement with the VPT ``outcome`` drawn from the matched design's distribution (what the 3D-PC
+    build draws from: props on the ground or on stands, :func:`draw_candidate`); returns (placement, evidence).
+
+    ``visible`` / ``occluded``: candidates are drawn until one's whole-aperture ray cast gives that outcome;
+    ``out_of_view``: a visible candidate with the observer turned away (:func:`turned_away`). ``accept``
+    (placement → bool), when given, must also hold (e.g. the render check of :func:`tasks.labels.vpt_label`
+    on the staged scene). The placement's supports are part of the scene: render and label it through
+    :func:`staged_scene`. Raises :class:`PlacementError` naming the scene, the outcome and the rejections by
+    reason after ``max_tries`` candidates (e.g. a ball occluded by a very thin object is rare)."""
+    import collections
+
+    if outcome not in OUTCOMES:
+        raise ValueError(f"outcome={outcome!r}; one of {OUTCOMES}")
+    lo, hi = scene.object_bounds
+    centre = (lo[:2] + hi[:2]) / 2
+    want = "visible" if outcome == "out_of_view" else outcome
+    counts: collections.Counter = collections.Counter()
+    for _ in range(max_tries):
+        c = draw_candidate(scene, rng, style, rules, design, counts)
+        if c is None or c.outcome != want:
+            continue
+        pl = turned_away(c.placement, rng, design, centre) if outcome == "out_of_view" else c.placement
+        if accept is not None and not accept(pl):
+            counts["not_accepted"] += 1
+            continue
+        return pl, {"visible_fraction_raycast": c.fraction, "in_view": outcome != "out_of_view"}
+    why = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+    raise PlacementError(f"{scene.name}: no '{outcome}' placement among {max_tries} candidates of the matched "
+                         f"design ({why}); try another props.seed or props.design=legacy")
+
+
 def _position(xyz, base: float) -> tuple[float, float, float]:
     p = [float(v) for v in xyz]
     if len(p) == 2:
@@ -653,7 +687,23 @@ def placement_from_config(scene, cfg: dict) -> tuple[Placement | None, LabelRule
     style = make_section(PropStyle, style, "props.style")
     if mode == "sample":
         rng = np.random.default_rng([int(cfg.get("seed", 0)), 0x9D])
-        placement, evidence = sample_placement(scene, cfg.get("outcome", "visible"), rng, style, rules)
+        outcome, design = cfg.get("outcome", "visible"), cfg.get("design", "matched")
+        if outcome not in OUTCOMES:
+            raise ValueError(f"props.outcome={outcome!r}: one of {', '.join(OUTCOMES)}")
+        if design not in DESIGNS:
+            raise ValueError(f"props.design={design!r}: one of {', '.join(DESIGNS)}")
+        if design == "legacy":
+            placement, evidence = sample_placement(scene, outcome, rng, style, rules)
+            return placement, rules, evidence
+        from .labels import vpt_label
+
+        want = {"visible": (1, "visible"), "occluded": (0, "occluded"), "out_of_view": (0, "out_of_view")}[outcome]
+
+        def agrees(pl):  # the full label (ray cast + render check, supports staged) is the one asked for
+            lab = vpt_label(staged_scene(scene, pl), pl.observer, pl.target, rules, support=pl.target_support)
+            return (lab["vpt_label"], lab["vpt_reason"]) == want
+
+        placement, evidence = sample_outcome(scene, outcome, rng, style, rules, accept=agrees)
         return placement, rules, evidence
     if mode == "explicit":
         o, t = cfg.get("observer", {}), cfg.get("target", {})

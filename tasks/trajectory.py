@@ -93,10 +93,11 @@ def render_trajectory(scene: str = "bench_01", out: str | os.PathLike = "out/tra
     placement, vpt, rules = None, {}, None
     if props.get("mode", "none") != "none":
         from .labels import vpt_label
-        from .placement import placement_from_config
+        from .placement import placement_from_config, staged_scene
 
         placement, rules, _ = placement_from_config(sc, props)
-        sc = dataclasses.replace(sc, background=bg)
+        # the placement's stands are part of the scene: splatted in every frame and occluders of every label
+        sc = staged_scene(dataclasses.replace(sc, background=bg), placement)
         vpt = vpt_label(sc, placement.observer, placement.target, rules, support=placement.target_support)
 
     run = {"config": config, "backend": backend, "scene_metadata": sc.metadata,
@@ -200,3 +201,9 @@ def validate_options(*, frames, size, seed, fov_deg, backend, background, camera
     mode = (props or {}).get("mode", "none")
     if mode not in ("none", "sample", "explicit"):
         raise ValueError(f"props.mode={mode!r}: one of none, sample, explicit")
+    if mode == "sample":
+        from .placement import DESIGNS, OUTCOMES
+
+        for key, default, allowed in (("outcome", "visible", OUTCOMES), ("design", "matched", DESIGNS)):
+            if props.get(key, default) not in allowed:
+                raise ValueError(f"props.{key}={props.get(key)!r}: one of {', '.join(allowed)}")

@@ -116,3 +116,37 @@ def test_trajectory_with_sampled_props_resumes(tmp_path):
     again = pd.read_parquet(out / "labels.parquet")
     pd.testing.assert_frame_equal(first, again)
     assert (first.vpt_label == 1).all()
+
+
+def test_sampled_props_use_the_matched_design_with_stands(tmp_path):
+    """props=sample draws from the 3D-PC build's distribution (tasks.placement.sample_outcome): an occluded ball
+    behind a thin bench, which the ground-only legacy design could not find, and the stands are part of the
+    scene — splatted into the frames (pixels differ from a render without them) and recorded in the labels."""
+    from tasks.labels import label_frame
+    from tasks.placement import placement_from_config, staged_scene
+
+    props = {"mode": "sample", "outcome": "occluded", "seed": 0}
+    out = render_trajectory("bench_01", tmp_path / "o", frames=2, size=64, progress=False, props=props)
+    df = pd.read_parquet(out / "labels.parquet")
+    assert (df.vpt_label == 0).all() and (df.vpt_reason == "occluded").all()
+    sc = load_scene("bench_01")
+    pl, rules, _ = placement_from_config(sc, props)
+    assert pl.supports and set(df.ball_support_kind) == {pl.target_support.kind if pl.target_support else "ground"}
+    staged = staged_scene(sc, pl)
+    assert len(staged.gaussians) > len(sc.gaussians)
+    cam = Camera.from_row(pd.read_parquet(out / "cameras.parquet").iloc[0])
+    frame = np.asarray(Image.open(out / "frame_0000.png"))
+    with_stands = label_frame(staged, pl, cam, {}, rules)[0]
+    without = label_frame(sc, pl, cam, {}, rules)[0]
+    np.testing.assert_array_equal(frame, with_stands)
+    assert np.abs(frame.astype(int) - without).max() > 50
+    # the legacy (ground-only) design stays reachable; a bad design or outcome is named before anything is written
+    with pytest.raises(ValueError, match="props.design='ground'"):
+        render_trajectory("bench_01", tmp_path / "x", frames=2, size=64, progress=False,
+                          props={**props, "design": "ground"})
+    with pytest.raises(ValueError, match="props.outcome='hidden'"):
+        render_trajectory("bench_01", tmp_path / "x", frames=2, size=64, progress=False,
+                          props={**props, "outcome": "hidden"})
+    assert not (tmp_path / "x").exists()
+    legacy, _, _ = placement_from_config(load_scene("hydrant_02"), {**props, "design": "legacy"})
+    assert legacy.supports == ()
