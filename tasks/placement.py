@@ -490,8 +490,16 @@ def turned_to_viewer(placement: Placement, viewer_xyz, cos_target: float, rng: n
     a = math.degrees(math.acos(float(np.clip(cos_target / max(cos_el * math.cos(pitch), 1e-9), -1.0, 1.0))))
     t = placement.target.center
     to_tgt = math.degrees(math.atan2(t[1] - o[1], t[0] - o[0]))
-    for yaw in ([psi + a, psi - a] if rng.uniform() < 0.5 else [psi - a, psi + a]):
-        if abs((yaw - to_tgt + 180) % 360 - 180) < design.away_min_deg:
+    return _first_turned_away(placement, [psi + a, psi - a] if rng.uniform() < 0.5 else [psi - a, psi + a],
+                              to_tgt, design.away_min_deg)
+
+
+def _first_turned_away(placement: Placement, yaws, to_tgt: float, away_min_deg: float) -> Placement | None:
+    """The placement with the observer (and its stand) turned to the first of ``yaws`` that is at least
+    ``away_min_deg`` from the direction to the target (``to_tgt``, degrees) and leaves the target out of its
+    view; None when none does."""
+    for yaw in yaws:
+        if abs((yaw - to_tgt + 180) % 360 - 180) < away_min_deg:
             continue
         obs = dataclasses.replace(placement.observer, yaw_deg=float(yaw))
         if not in_view(obs, placement.target):
@@ -522,15 +530,9 @@ def turned_away(placement: Placement, rng: np.random.Generator, design: MatchedD
             yaws += [phi + a, phi - a] if rng.uniform() < 0.5 else [phi - a, phi + a]
         yaws.append(2 * phi - placement.observer.yaw_deg)
     yaws += [to_tgt + rng.choice([-1.0, 1.0]) * rng.uniform(design.away_min_deg, 180.0) for _ in range(50)]
-    for yaw in yaws:
-        if abs((yaw - to_tgt + 180) % 360 - 180) < design.away_min_deg:
-            continue
-        obs = dataclasses.replace(placement.observer, yaw_deg=float(yaw))
-        if not in_view(obs, placement.target):
-            sup = placement.observer_support
-            if sup is not None:
-                sup = dataclasses.replace(sup, yaw_deg=float(yaw))
-            return dataclasses.replace(placement, observer=obs, observer_support=sup)
+    turned = _first_turned_away(placement, yaws, to_tgt, design.away_min_deg)
+    if turned is not None:
+        return turned
     raise PlacementError("could not turn the observer away from the target")  # unreachable for fov < 180 - away_min
 
 
