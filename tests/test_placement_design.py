@@ -320,3 +320,25 @@ def test_clearance_disc_points_equal_the_per_call_spiral():
         eye[2] = rng.choice([rng.uniform(-4, 4), disc.target.center[2] + 5.0])  # incl. views from straight above
         for n in (64, 256):
             assert disc.facing_points(eye, n).tobytes() == reference(disc, eye, n).tobytes()
+
+
+def test_sample_outcome_gives_each_outcome_from_the_matched_distribution():
+    """``sample_outcome`` (render.trajectory's props=sample): a placement of the matched design whose full label —
+    ray cast over the aperture and render check, on the scene with its stands — is the outcome asked for."""
+    from scenes.load import load_scene
+    from tasks.labels import vpt_label
+    from tasks.placement import PlacementError, sample_outcome
+
+    sc = load_scene("couch_01")
+    want = {"visible": (1, "visible"), "occluded": (0, "occluded"), "out_of_view": (0, "out_of_view")}
+    for i, outcome in enumerate(want):
+        pl, ev = sample_outcome(sc, outcome, np.random.default_rng(i))
+        _contact_ok(pl)
+        lab = vpt_label(staged_scene(sc, pl), pl.observer, pl.target, support=pl.target_support)
+        assert (lab["vpt_label"], lab["vpt_reason"]) == want[outcome]
+        assert ev["in_view"] == (outcome != "out_of_view")
+    # an ``accept`` that never holds ends in a PlacementError naming the scene, the outcome and the reasons
+    with pytest.raises(PlacementError, match=r"couch_01: no 'visible' placement among 5 candidates .*not_accepted"):
+        sample_outcome(sc, "visible", np.random.default_rng(0), accept=lambda pl: False, max_tries=5)
+    with pytest.raises(ValueError, match="outcome='seen'"):
+        sample_outcome(sc, "seen", np.random.default_rng(0))
