@@ -114,7 +114,10 @@ def compare_manifest(path: Path, images: dict[str, str]) -> list[str]:
     return modified
 
 
-def assemble(cfg: BuildConfig) -> None:
+def assemble(cfg: BuildConfig, thumbs: dict | None = None) -> None:
+    """Everything after the scenes: metadata, views, manifest, summary and the shortcut audit. ``thumbs``:
+    the audit's image thumbnails the scene jobs made while writing the frames ({file_name: 8-bit array};
+    ``shortcuts.image_features``), so the audit need not decode those files again; same output."""
     import pandas as pd
 
     from render.files import DEFLATE, package_version, write_table
@@ -180,7 +183,7 @@ def assemble(cfg: BuildConfig) -> None:
     # shortcut audit (tasks/threedpc/shortcuts.py): written with everything else, then enforced
     from .shortcuts import enforce, run_build_audit
 
-    audit_table, audit_md = run_build_audit(df, out, cfg.audit)
+    audit_table, audit_md = run_build_audit(df, out, cfg.audit, thumbs)
     atomic_write_text(out / "summary.md", summary_markdown(cfg, df, counts, rejections) + audit_md)
     enforce(audit_table, out, cfg.audit)
 
