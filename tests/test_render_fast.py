@@ -251,3 +251,33 @@ def test_activation_cache_is_made_on_the_second_sighting():
         kept = (radii0 != 0).any(1)
         assert np.array_equal(radii, radii0) and np.array_equal(rec[kept].view(np.int64), rec0[kept].view(np.int64))
     assert np.array_equal(entry[1], _cpu.activate(scene)[0])
+
+
+def test_thread_count_does_not_change_a_frame():
+    """A 3D-PC build worker renders with one numba thread, and with all of them when its scene is the last
+    one running (``tasks.threedpc.build.use_idle_cores``): the images must not depend on it."""
+    import numba
+
+    from scenes.load import load_scene
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("numba has one thread here")
+    scene = load_scene("couch_02", seed=0).gaussians.in_world()
+    c = scene.means.mean(0)
+    rng = np.random.default_rng(3)
+    before = numba.get_num_threads()
+    try:
+        for off in ([0.0, -2.5, 0.8], [1.8, 1.2, 0.6]):
+            cam = Camera.from_fov(256, 256, 40.0).looking_at(c + np.array(off), c)
+            bg = rng.uniform(0, 1, (256, 256, 3)).astype(np.float32)
+            limit = np.full((256, 256), np.inf, np.float32)
+            limit[100:160, 90:150] = 1.5
+            outs = []
+            for threads in (1, numba.config.NUMBA_NUM_THREADS):
+                numba.set_num_threads(threads)
+                outs.append(_cpu.render_cpu(scene, cam, bg, limit, parallel=True))
+            assert outs[0][1].mean() > 0.2
+            for a, b in zip(*outs):
+                assert np.array_equal(a, b)
+    finally:
+        numba.set_num_threads(before)

@@ -261,6 +261,7 @@ def basic_scene_rows(cfg: BuildConfig, scene, split: str, tmp: Path, final: Path
         # their rows get NaN visible fractions; kept frames are the fully rendered ones (label_frame)
         small_fn = None if cfg.placement_design == "legacy" else (lambda r: too_small(r, cfg))
         for f, cam in enumerate(cams):
+            use_idle_cores()
             # (a frame label_frame keeps is large enough: a small one is dropped before its splat, or, when the
             # meshes alone already hide a prop, rendered and dropped as hidden)
             img, lab = label_frame(stage, pl, cam, vpt, cfg.rules, render_dropped=False, too_small=small_fn)
@@ -425,6 +426,7 @@ def strategy_scene_rows(cfg: BuildConfig, scene, tmp: Path, final: Path) -> tupl
     budget = cfg.max_placement_tries if legacy else cfg.strategy_tries
     per = max(1, budget // len(schedule))
     for attempt in range(per * len(schedule)):
+        use_idle_cores()
         elevation = schedule[attempt // per]
         style = style_for(cfg, rng)
         at, r_obj, u = _strategy_path(scene, rng, cfg, style, elevation)
@@ -579,10 +581,31 @@ def _retire(final: Path, tmp: Path, out: Path) -> None:
     shutil.rmtree(old)
 
 
-def _init_worker(threads: int) -> None:
+# A worker's share of numba threads, and the build's job counts shared by its workers ([jobs not yet
+# started, jobs running]; None outside a build's pool): see :func:`use_idle_cores`.
+_WORKER: dict = {"threads": None, "jobs": None}
+
+
+def _init_worker(threads: int, jobs=None) -> None:
     import numba
 
     numba.set_num_threads(threads)
+    _WORKER.update(threads=threads, jobs=jobs)
+
+
+def use_idle_cores() -> None:
+    """Called by a scene job before each frame: the last scene of a build runs alone while the other
+    workers have nothing left to do, so its worker then spreads each frame over every core numba has
+    (tile-parallel kernels; the images do not depend on the number of threads, tests/test_render_fast.py),
+    and goes back to its share otherwise. Does nothing outside a pool with shared job counts."""
+    jobs, threads = _WORKER["jobs"], _WORKER["threads"]
+    if jobs is None:
+        return
+    import numba
+
+    want = numba.config.NUMBA_NUM_THREADS if jobs[0] == 0 and jobs[1] == 1 else threads
+    if numba.get_num_threads() != want:
+        numba.set_num_threads(want)
 
 
 def _job(args) -> str:
@@ -591,10 +614,21 @@ def _job(args) -> str:
 
 
 def _job_thumbs(args) -> tuple[str, dict]:
-    """:func:`_job` that also returns the audit thumbnails of the frames it wrote (:func:`build_scene`)."""
+    """:func:`_job` that also returns the audit thumbnails of the frames it wrote (:func:`build_scene`), and
+    keeps the shared job counts (:func:`use_idle_cores`)."""
     cfg, name, expected = args
-    thumbs: dict = {}
-    return str(build_scene(cfg, name, expected, thumbs if cfg.audit.enabled else None)), thumbs
+    jobs = _WORKER["jobs"]
+    if jobs is not None:
+        with jobs.get_lock():
+            jobs[0] -= 1
+            jobs[1] += 1
+    try:
+        thumbs: dict = {}
+        return str(build_scene(cfg, name, expected, thumbs if cfg.audit.enabled else None)), thumbs
+    finally:
+        if jobs is not None:
+            with jobs.get_lock():
+                jobs[1] -= 1
 
 
 def job_order(cfg: BuildConfig, names) -> list[str]:
@@ -690,8 +724,13 @@ def build(cfg: BuildConfig, progress: bool = True) -> Path:
                 build_scene(cfg, name, expected, thumbs if cfg.audit.enabled else None)
                 bar.update(1)
         else:
+            import multiprocessing as mp
+
             threads = max(1, (os.cpu_count() or 1) // cfg.workers)
-            for _, t in run_jobs(_job_thumbs, [(cfg, n, expected) for n in names], cfg.workers, _init_worker, (threads,)):
+            ctx = mp.get_context("spawn")
+            jobs = ctx.Array("i", [len(names), 0])  # [not yet started, running], for use_idle_cores
+            for _, t in run_jobs(_job_thumbs, [(cfg, n, expected) for n in names], cfg.workers, _init_worker,
+                                 (threads, jobs), mp_context=ctx):
                 thumbs.update(t)
                 bar.update(1)
         bar.close()
