@@ -122,16 +122,22 @@ def _prefetch_row(typingctx, arr, idx):
     return sig, codegen
 
 
+# Cull Gaussians whose (conservatively widened) box misses the image before forming their covariance
+# (``_project_one``; read by ``project`` at each call); False is the plain order of operations, kept for the
+# tests. Bit-identical records and radii.
+EARLY_CULL = True
+
 # scalars, so numba freezes them into the kernel as constants
 C20, C21, C22, C23, C24 = C2
 C30, C31, C32, C33, C34, C35, C36 = C3
 
 
 def _project(means, quats, log_scales, opacity_logits, sh, w2c, fx, fy, cx, cy, width, height, near, far,
-             rec, radii):
-    """Fill ``rec`` [N, REC] and ``radii`` [N, 2] (int32; 0 marks a culled Gaussian)."""
+             rec, radii, early_cull):
+    """Fill ``rec`` [N, REC] and ``radii`` [N, 2] (int32; 0 marks a culled Gaussian). ``early_cull``: see
+    ``EARLY_CULL``."""
     n = means.shape[0]
-    view = (fx, fy, cx, cy, width, height) + _view_constants(w2c, fx, fy, cx, cy, width, height)
+    view = (fx, fy, cx, cy, width, height) + _view_constants(w2c, fx, fy, cx, cy, width, height) + (early_cull,)
     for i in nb.prange(n):
         radii[i, 0] = 0
         radii[i, 1] = 0
@@ -185,13 +191,13 @@ def _activate(quats, log_scales, opacity_logits, quat_bits, scale_bits, opacity_
 
 
 def _project_cached(means, quats, log_scales, opacity_logits, sh, quat_bits, scale_bits, opacity_bits, act, key,
-                    w2c, fx, fy, cx, cy, width, height, near, far, rec, radii):
+                    w2c, fx, fy, cx, cy, width, height, near, far, rec, radii, early_cull):
     """``_project`` reading the view-independent values from ``act`` where the Gaussian's raw inputs still
     have the bit patterns in ``key`` (else computing them afresh, same operations); bit-identical records.
     Returns how many Gaussians in the z range missed the cache (their inputs changed since ``act`` was made)."""
     n = means.shape[0]
     misses = 0
-    view = (fx, fy, cx, cy, width, height) + _view_constants(w2c, fx, fy, cx, cy, width, height)
+    view = (fx, fy, cx, cy, width, height) + _view_constants(w2c, fx, fy, cx, cy, width, height) + (early_cull,)
     for i in nb.prange(n):
         radii[i, 0] = 0
         radii[i, 1] = 0
@@ -221,13 +227,39 @@ def _project_one(i, centre, act, sh, w2c, view, rec, radii):
     clamped x/z, y/z and dilation, conic, per-axis radii and frustum cull, SH colour; writes ``rec[i]`` and
     ``radii[i]`` (left 0 when culled). Shared by ``_project`` and ``_project_cached``. ``centre`` = (mx, my, mz,
     x, y, z), ``act`` = ``_activate_one``'s tuple, ``view`` = (fx, fy, cx, cy, width, height) +
-    ``_view_constants``."""
+    ``_view_constants`` + (early_cull,)."""
     mx, my, mz, x, y, z = centre
     qw, qx, qy, qz, sx, sy, sz, opac, lg, ext = act
-    fx, fy, cx, cy, width, height, camx, camy, camz, lim_xp, lim_xn, lim_yp, lim_yn = view
+    fx, fy, cx, cy, width, height, camx, camy, camz, lim_xp, lim_xn, lim_yp, lim_yn, early_cull = view
     k_sh = sh.shape[1]
     if opac < ALPHA_MIN_64:
         return
+    tx = z * min(lim_xp, max(-lim_xn, x / z))
+    ty = z * min(lim_yp, max(-lim_yn, y / z))
+    j00 = fx / z
+    j02 = -fx * tx / (z * z)
+    j11 = fy / z
+    j12 = -fy * ty / (z * z)
+    u = fx * x / z + cx
+    v = fy * y / z + cy
+    if early_cull:
+        # Frustum cull before the covariance. The 2D variance below is a_ = |Mᵀj|² + ε with M = R_v·R·S
+        # and j = (j00, 0, j02) (a row of the Jacobian); |Mᵀj| = |S Rᵀ (R_vᵀ j)| ≤ s_max·|R_vᵀ j| (R is a
+        # rotation), so the box half-width rx ≤ ext·sqrt(s_max²·|R_vᵀ j|² + ε) + 1 (the ceil); likewise ry
+        # with (0, j11, j12). Widened by 0.1% and 2 px for rounding (a few products, ~1e-15 relative), a
+        # Gaussian whose widened box misses the image has a real box that misses it too and is culled
+        # below anyway: same records and radii (tested against EARLY_CULL = False).
+        s2 = max(sx, sy, sz) ** 2
+        wx0 = j00 * w2c[0, 0] + j02 * w2c[2, 0]
+        wx1 = j00 * w2c[0, 1] + j02 * w2c[2, 1]
+        wx2 = j00 * w2c[0, 2] + j02 * w2c[2, 2]
+        wy0 = j11 * w2c[1, 0] + j12 * w2c[2, 0]
+        wy1 = j11 * w2c[1, 1] + j12 * w2c[2, 1]
+        wy2 = j11 * w2c[1, 2] + j12 * w2c[2, 2]
+        bx = ext * math.sqrt(1.001 * (s2 * (wx0 * wx0 + wx1 * wx1 + wx2 * wx2) + EPS2D)) + 2.0
+        by = ext * math.sqrt(1.001 * (s2 * (wy0 * wy0 + wy1 * wy1 + wy2 * wy2) + EPS2D)) + 2.0
+        if u + bx <= 0 or u - bx >= width or v + by <= 0 or v - by >= height:
+            return
     r00 = 1 - 2 * (qy * qy + qz * qz); r01 = 2 * (qx * qy - qw * qz); r02 = 2 * (qx * qz + qw * qy)
     r10 = 2 * (qx * qy + qw * qz); r11 = 1 - 2 * (qx * qx + qz * qz); r12 = 2 * (qy * qz - qw * qx)
     r20 = 2 * (qx * qz - qw * qy); r21 = 2 * (qy * qz + qw * qx); r22 = 1 - 2 * (qx * qx + qy * qy)
@@ -240,20 +272,12 @@ def _project_one(i, centre, act, sh, w2c, view, rec, radii):
     c11 = m10 * m10 + m11 * m11 + m12 * m12
     c12 = m10 * m20 + m11 * m21 + m12 * m22
     c22 = m20 * m20 + m21 * m21 + m22 * m22
-    tx = z * min(lim_xp, max(-lim_xn, x / z))
-    ty = z * min(lim_yp, max(-lim_yn, y / z))
-    j00 = fx / z
-    j02 = -fx * tx / (z * z)
-    j11 = fy / z
-    j12 = -fy * ty / (z * z)
     a_ = j00 * (j00 * c00 + j02 * c02) + j02 * (j00 * c02 + j02 * c22) + EPS2D
     b_ = j00 * (j11 * c01 + j12 * c02) + j02 * (j11 * c12 + j12 * c22)
     c_ = j11 * (j11 * c11 + j12 * c12) + j12 * (j11 * c12 + j12 * c22) + EPS2D
     det = a_ * c_ - b_ * b_
     if det <= 0:
         return
-    u = fx * x / z + cx
-    v = fy * y / z + cy
     rx = math.ceil(min(ext * math.sqrt(a_), abs(u) + width + TILE + 1.0, 2.0 ** 30))
     ry = math.ceil(min(ext * math.sqrt(c_), abs(v) + height + TILE + 1.0, 2.0 ** 30))
     if rx <= 0 and ry <= 0:
@@ -807,7 +831,8 @@ def project(scene, camera, near: float = NEAR, far: float = FAR, parallel: bool 
     radii = scratch("radii", (n, 2), np.int32) if reuse else np.zeros((n, 2), np.int32)
     k = PARALLEL if parallel else SERIAL
     view = (np.ascontiguousarray(camera.w2c, np.float64), float(camera.fx), float(camera.fy), float(camera.cx),
-            float(camera.cy), int(camera.width), int(camera.height), float(near), float(far), rec, radii)
+            float(camera.cy), int(camera.width), int(camera.height), float(near), float(far), rec, radii,
+            bool(EARLY_CULL))
     q, ls, ol = scene.quats, scene.log_scales, scene.opacity_logits
     cached = None if not cache or any(a.dtype != np.float32 or not a.flags.c_contiguous for a in (q, ls, ol)) \
         else cached_activation(scene, parallel)

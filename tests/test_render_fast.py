@@ -251,3 +251,69 @@ def test_activation_cache_is_made_on_the_second_sighting():
         kept = (radii0 != 0).any(1)
         assert np.array_equal(radii, radii0) and np.array_equal(rec[kept].view(np.int64), rec0[kept].view(np.int64))
     assert np.array_equal(entry[1], _cpu.activate(scene)[0])
+
+
+def test_thread_count_does_not_change_a_frame():
+    """A 3D-PC build worker renders with one numba thread, and with all of them when its scene is the last
+    one running (``tasks.threedpc.build.use_idle_cores``): the images must not depend on it."""
+    import numba
+
+    from scenes.load import load_scene
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("numba has one thread here")
+    scene = load_scene("couch_02", seed=0).gaussians.in_world()
+    c = scene.means.mean(0)
+    rng = np.random.default_rng(3)
+    before = numba.get_num_threads()
+    try:
+        for off in ([0.0, -2.5, 0.8], [1.8, 1.2, 0.6]):
+            cam = Camera.from_fov(256, 256, 40.0).looking_at(c + np.array(off), c)
+            bg = rng.uniform(0, 1, (256, 256, 3)).astype(np.float32)
+            limit = np.full((256, 256), np.inf, np.float32)
+            limit[100:160, 90:150] = 1.5
+            outs = []
+            for threads in (1, numba.config.NUMBA_NUM_THREADS):
+                numba.set_num_threads(threads)
+                outs.append(_cpu.render_cpu(scene, cam, bg, limit, parallel=True))
+            assert outs[0][1].mean() > 0.2
+            for a, b in zip(*outs):
+                assert np.array_equal(a, b)
+    finally:
+        numba.set_num_threads(before)
+
+
+@pytest.mark.parametrize("parallel", [True, False])
+def test_early_frustum_cull_is_bit_identical(monkeypatch, parallel):
+    """``EARLY_CULL`` (a widened box tested before the covariance) against the plain order of operations:
+    the same records and radii for every Gaussian, on random scenes (Gaussians around and behind the camera,
+    large and flat ones) and on a catalogue scene seen through zoomed-in 3D-PC-like cameras, where many
+    Gaussians lie just outside the image; and the same images."""
+    from scenes.load import load_scene
+
+    couch = load_scene("couch_02", seed=0).gaussians.in_world()
+    c = couch.means.mean(0)
+    cases = [(random_scene(4000, degree=3, seed=s), _cams()) for s in (1, 7)]
+    zoomed = []
+    for off, zoom in (([0.0, -2.5, 0.8], 1.0), ([1.8, 1.2, 0.6], 2.5), ([0.1, -0.6, 0.2], 1.6), ([-3.0, 0.5, 1.5], 3.0)):
+        cam = Camera.from_fov(256, 256, 60.0).looking_at(c + np.array(off), c + np.array([0.3, 0.0, 0.0]))
+        zoomed.append(Camera(cam.width, cam.height, cam.fx * zoom, cam.fy * zoom, cam.cx, cam.cy, cam.w2c))
+    cases.append((couch, zoomed))
+    culled = 0
+    for scene, cams in cases:
+        for cam in cams:
+            outs = {}
+            for early in (False, True):
+                monkeypatch.setattr(_cpu, "EARLY_CULL", early)
+                rec, radii = _cpu.project(scene, cam, parallel=parallel, cache=False)
+                rec2, radii2 = _cpu.project(scene, cam, parallel=parallel, cache=True)
+                assert np.array_equal(rec, rec2) and np.array_equal(radii, radii2)
+                outs[early] = (rec, radii, _cpu.render_cpu(scene, cam, np.zeros((cam.height, cam.width, 3), np.float32),
+                                                           parallel=parallel))
+            assert np.array_equal(outs[True][0], outs[False][0])
+            assert np.array_equal(outs[True][1], outs[False][1])
+            for a, b in zip(outs[True][2], outs[False][2]):
+                assert np.array_equal(a, b)
+            kept = (outs[False][1] > 0).any(1)
+            culled += int((~kept).sum())
+    assert culled > 100_000  # the zoomed views leave most of the scene outside

@@ -171,3 +171,60 @@ def test_the_task_defining_cue_is_reported_but_not_gated():
     row = table[(table.task == "vpt") & (table.name == "observer_faces_ball")].iloc[0]
     assert row.value > 0.99 and pd.isna(row.passed) and not row.enforced
     assert "observer_faces_ball" not in table[(table.task == "vpt") & (table.kind == "cue_logreg")].description.iloc[0]
+
+
+@pytest.mark.parametrize("side,size", [(256, 32), (96, 32), (100, 24), (64, 64)])
+def test_thumbnails_from_memory_equal_the_files_read_back(tmp_path, side, size):
+    """The build thumbnails each frame while it holds it (``render.files.small_uint8``); the audit's features
+    from those thumbnails are bit for bit the ones it gets by reading the written PNGs (the plain twin), and
+    files without a thumbnail are still read."""
+    from render.files import png_bytes, read_image_small, small_uint8
+
+    rng = np.random.default_rng(side + size)
+    files, thumbs = [], {}
+    for k in range(70):  # above the threshold where image_features starts its thread pool
+        img = rng.integers(0, 256, (side, side, 3), dtype=np.uint8)
+        img[: side // 3] = img[: side // 3] // 7  # smooth and noisy parts
+        f = f"s{k:02d}.png"
+        (tmp_path / f).write_bytes(png_bytes(img, 1, row_filter="sub"))
+        files.append(f)
+        thumbs[f] = small_uint8(img, size)
+        assert thumbs[f].dtype == np.uint8 and thumbs[f].shape == (size, size, 3)
+        np.testing.assert_array_equal(np.asarray(thumbs[f], np.float32) / 255.0, read_image_small(tmp_path / f, size))
+    plain = image_features(tmp_path, files, size)
+    assert np.array_equal(image_features(tmp_path, files, size, thumbs=thumbs), plain)
+    some = {f: t for i, (f, t) in enumerate(thumbs.items()) if i % 3}
+    assert np.array_equal(image_features(tmp_path, files, size, thumbs=some), plain)
+    assert np.array_equal(image_features(tmp_path, files[:5], size, thumbs=thumbs), plain[:5])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_bootstrap_auc_is_bit_for_bit_the_weighted_auc_of_the_expanded_weights(seed):
+    """The audit's bootstrap AUCs per cluster (``bootstrap_auc``) against the plain twin, ``weighted_auc`` on
+    the (B, n) row weights: equal bit for bit, with ties (rounded scores), clusters never drawn, clusters with
+    one label only, and single-class resamples (NaN)."""
+    from tasks.threedpc.shortcuts import bootstrap_auc, cluster_counts
+
+    rng = np.random.default_rng(seed)
+    n, k = int(rng.integers(50, 3000)), int(rng.integers(2, 300))
+    clusters = np.sort(rng.integers(0, k, n))
+    y = (rng.random(n) < rng.uniform(0.1, 0.9)).astype(int)
+    y[clusters == clusters[0]] = 1  # a cluster with positives only
+    score = rng.normal(size=n) + 0.3 * y
+    if seed % 2:
+        score = np.round(score, 1)  # many ties
+    counts = cluster_counts(clusters, 400, np.random.default_rng(seed))
+    if seed == 5:
+        counts[:3] = 0
+        counts[:3, clusters[0]] = k  # resamples of one all-positive cluster: AUC undefined (NaN)
+    got = bootstrap_auc(score, y, clusters, counts)
+    want = weighted_auc(score, y, counts[:, clusters].astype(float))
+    assert got.shape == want.shape == (400,)
+    assert np.array_equal(got, want, equal_nan=True)
+    assert np.isfinite(want).sum() >= 397
+    if seed == 5:
+        assert np.isnan(got[:3]).all()
+    # a subset of rows (the audit drops a cue's non-finite rows) against the same draws
+    ok = rng.random(n) < 0.7
+    assert np.array_equal(bootstrap_auc(score[ok], y[ok], clusters[ok], counts),
+                          weighted_auc(score[ok], y[ok], counts[:, clusters[ok]].astype(float)), equal_nan=True)

@@ -354,3 +354,30 @@ def test_job_order_strategy_first_and_output_independent_of_it(tiny, tmp_path, m
     assert json.loads((tiny / "manifest.json").read_text())["images"] == json.loads((out / "manifest.json").read_text())["images"]
     for f in ("metadata.parquet", "metadata.csv", "summary.md"):
         assert (tiny / f).read_bytes() == (out / f).read_bytes(), f
+
+
+def test_use_idle_cores_only_for_the_last_running_job(monkeypatch):
+    """A build worker takes every numba thread only while its job is the last one running and none is
+    waiting; otherwise its share (the build's images do not depend on it: tests/test_render_fast.py)."""
+    import multiprocessing as mp
+
+    import importlib
+
+    import numba
+
+    b = importlib.import_module("tasks.threedpc.build")
+    jobs = mp.get_context("spawn").Array("i", [3, 0])
+    monkeypatch.setattr(b, "_WORKER", {"threads": 1, "jobs": jobs})
+    before = numba.get_num_threads()
+    try:
+        for waiting, running, want in ((3, 0, 1), (1, 2, 1), (0, 2, 1), (0, 1, numba.config.NUMBA_NUM_THREADS),
+                                       (1, 1, 1)):
+            jobs[0], jobs[1] = waiting, running
+            b.use_idle_cores()
+            assert numba.get_num_threads() == want, (waiting, running)
+        monkeypatch.setattr(b, "_WORKER", {"threads": None, "jobs": None})
+        numba.set_num_threads(1)
+        b.use_idle_cores()  # outside a build's pool: untouched
+        assert numba.get_num_threads() == 1
+    finally:
+        numba.set_num_threads(before)

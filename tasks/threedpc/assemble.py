@@ -114,10 +114,12 @@ def compare_manifest(path: Path, images: dict[str, str]) -> list[str]:
     return modified
 
 
-def assemble(cfg: BuildConfig) -> None:
+def assemble(cfg: BuildConfig, thumbs: dict | None = None) -> None:
+    """Everything after the scenes: metadata, views, manifest, summary and the shortcut audit. ``thumbs``:
+    the audit's image thumbnails the scene jobs made while writing the frames ({file_name: 8-bit array};
+    ``shortcuts.image_features``), so the audit need not decode those files again; same output."""
     import pandas as pd
 
-    from render.files import DEFLATE, package_version, write_table
     from scenes.files import atomic_write_text
     out = Path(cfg.out)
     tables = []
@@ -154,6 +156,26 @@ def assemble(cfg: BuildConfig) -> None:
     df["prop_distance"] = np.linalg.norm(df[["observer_x", "observer_y", "observer_z"]].to_numpy(float)
                                          - df[["ball_x", "ball_y", "ball_z"]].to_numpy(float), axis=1)
 
+    # the shortcut audit (tasks/threedpc/shortcuts.py) needs only this table and the images: it runs in a
+    # thread while the views, tables and manifest are written (numpy, sklearn, hashing and file writes
+    # release the GIL), on its own copy of the table; its outputs are written by it, the summary after both
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .shortcuts import enforce, run_build_audit
+
+    with ThreadPoolExecutor(1, thread_name_prefix="3dpc-audit") as ex:
+        audit = ex.submit(run_build_audit, df.copy(), out, cfg.audit, thumbs)
+        counts = _write_tables(cfg, out, df, rejections)
+        audit_table, audit_md = audit.result()
+    atomic_write_text(out / "summary.md", summary_markdown(cfg, df, counts, rejections) + audit_md)
+    enforce(audit_table, out, cfg.audit)
+
+
+def _write_tables(cfg: BuildConfig, out: Path, df, rejections: dict) -> dict:
+    """The views, metadata tables and manifest of an assembled build; returns the per-task counts."""
+    from render.files import DEFLATE, package_version, write_table
+    from scenes.files import atomic_write_text
+
     build_views(out, df)
     write_table(df, out / "metadata")
 
@@ -177,12 +199,7 @@ def assemble(cfg: BuildConfig) -> None:
     if modified:
         manifest["modified_since_previous_manifest"] = modified
     atomic_write_text(out / "manifest.json", json.dumps(manifest, indent=1, sort_keys=True))
-    # shortcut audit (tasks/threedpc/shortcuts.py): written with everything else, then enforced
-    from .shortcuts import enforce, run_build_audit
-
-    audit_table, audit_md = run_build_audit(df, out, cfg.audit)
-    atomic_write_text(out / "summary.md", summary_markdown(cfg, df, counts, rejections) + audit_md)
-    enforce(audit_table, out, cfg.audit)
+    return counts
 
 
 def scene_rejections(folder: Path) -> dict[str, int]:

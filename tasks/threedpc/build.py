@@ -235,7 +235,13 @@ def _face_viewer_as_pair(cfg, scene, pl, vpt, info, arc, pos_cos, rng, rejected)
     return pl, vpt, None
 
 
-def basic_scene_rows(cfg: BuildConfig, scene, split: str, tmp: Path, final: Path) -> tuple[list[dict], dict]:
+def basic_scene_rows(cfg: BuildConfig, scene, split: str, tmp: Path, final: Path,
+                     thumbs: dict | None = None) -> tuple[list[dict], dict]:
+    """The basic-task frames of one scene, written into ``tmp`` (named as in ``final``): (rows, info).
+    ``thumbs``: a dict to receive each kept frame's shortcut-audit thumbnail ({file_name: 8-bit array},
+    ``render.files.small_uint8``), made here while the frame is in memory."""
+    from render.files import small_uint8
+
     rng = scene_rng(cfg, scene.name)
     settings, rejected = scene_placements(cfg, scene, rng)
     rows = []
@@ -255,13 +261,17 @@ def basic_scene_rows(cfg: BuildConfig, scene, split: str, tmp: Path, final: Path
         # their rows get NaN visible fractions; kept frames are the fully rendered ones (label_frame)
         small_fn = None if cfg.placement_design == "legacy" else (lambda r: too_small(r, cfg))
         for f, cam in enumerate(cams):
+            use_idle_cores()
             # (a frame label_frame keeps is large enough: a small one is dropped before its splat, or, when the
             # meshes alone already hide a prop, rendered and dropped as hidden)
             img, lab = label_frame(stage, pl, cam, vpt, cfg.rules, render_dropped=False, too_small=small_fn)
             rel = f"s{k:02d}/f{f:03d}.png"
+            name = str((final / rel).relative_to(cfg.out)) if lab["keep"] else ""
             if lab["keep"]:
                 _save_png(tmp / rel, img)
-            rows.append({"file_name": str((final / rel).relative_to(cfg.out)) if lab["keep"] else "",
+                if thumbs is not None:
+                    thumbs[name] = small_uint8(img, cfg.audit.pixel_size)
+            rows.append({"file_name": name,
                          "scene": scene.name, "category": scene.metadata.get("category", ""), "split": part,
                          "task_set": "basic", "setting": k, "frame": f, "requested": outcome,
                          "placement_design": cfg.placement_design, "viewer_zoom": float(zooms[f]), **info,
@@ -416,6 +426,7 @@ def strategy_scene_rows(cfg: BuildConfig, scene, tmp: Path, final: Path) -> tupl
     budget = cfg.max_placement_tries if legacy else cfg.strategy_tries
     per = max(1, budget // len(schedule))
     for attempt in range(per * len(schedule)):
+        use_idle_cores()
         elevation = schedule[attempt // per]
         style = style_for(cfg, rng)
         at, r_obj, u = _strategy_path(scene, rng, cfg, style, elevation)
@@ -508,10 +519,11 @@ def scene_problems(final: Path, out: Path, expected: dict[str, str] | None = Non
     return problems
 
 
-def build_scene(cfg: BuildConfig, name: str, expected: dict[str, str] | None = None) -> Path:
+def build_scene(cfg: BuildConfig, name: str, expected: dict[str, str] | None = None, thumbs: dict | None = None) -> Path:
     """Build one scene's images and label rows (atomically: temp folder, then rename). Idempotent: a
     complete scene (:func:`scene_problems` finds nothing) is kept; an incomplete or damaged one is rebuilt
-    (rendering is deterministic, so a repaired image is byte-identical to the lost one)."""
+    (rendering is deterministic, so a repaired image is byte-identical to the lost one). ``thumbs``: a dict
+    to receive the audit thumbnails of the basic frames it writes (:func:`basic_scene_rows`)."""
     import logging
 
     import pandas as pd
@@ -534,7 +546,7 @@ def build_scene(cfg: BuildConfig, name: str, expected: dict[str, str] | None = N
     if split == "strategy":
         rows, info = strategy_scene_rows(cfg, scene, tmp, final)
     else:
-        rows, info = basic_scene_rows(cfg, scene, split, tmp, final)
+        rows, info = basic_scene_rows(cfg, scene, split, tmp, final, thumbs)
     rows = [{**r, **object_bounds_columns(scene)} for r in rows]  # for the shortcut audit's object-between cue
     df = labels_table(rows)
     df["seed"] = pd.array([cfg.seed] * len(df), dtype="int64")
@@ -569,15 +581,54 @@ def _retire(final: Path, tmp: Path, out: Path) -> None:
     shutil.rmtree(old)
 
 
-def _init_worker(threads: int) -> None:
+# A worker's share of numba threads, and the build's job counts shared by its workers ([jobs not yet
+# started, jobs running]; None outside a build's pool): see :func:`use_idle_cores`.
+_WORKER: dict = {"threads": None, "jobs": None}
+
+
+def _init_worker(threads: int, jobs=None) -> None:
     import numba
 
     numba.set_num_threads(threads)
+    _WORKER.update(threads=threads, jobs=jobs)
+
+
+def use_idle_cores() -> None:
+    """Called by a scene job before each frame: the last scene of a build runs alone while the other
+    workers have nothing left to do, so its worker then spreads each frame over every core numba has
+    (tile-parallel kernels; the images do not depend on the number of threads, tests/test_render_fast.py),
+    and goes back to its share otherwise. Does nothing outside a pool with shared job counts."""
+    jobs, threads = _WORKER["jobs"], _WORKER["threads"]
+    if jobs is None:
+        return
+    import numba
+
+    want = numba.config.NUMBA_NUM_THREADS if jobs[0] == 0 and jobs[1] == 1 else threads
+    if numba.get_num_threads() != want:
+        numba.set_num_threads(want)
 
 
 def _job(args) -> str:
     cfg, name, expected = args
     return str(build_scene(cfg, name, expected))
+
+
+def _job_thumbs(args) -> tuple[str, dict]:
+    """:func:`_job` that also returns the audit thumbnails of the frames it wrote (:func:`build_scene`), and
+    keeps the shared job counts (:func:`use_idle_cores`)."""
+    cfg, name, expected = args
+    jobs = _WORKER["jobs"]
+    if jobs is not None:
+        with jobs.get_lock():
+            jobs[0] -= 1
+            jobs[1] += 1
+    try:
+        thumbs: dict = {}
+        return str(build_scene(cfg, name, expected, thumbs if cfg.audit.enabled else None)), thumbs
+    finally:
+        if jobs is not None:
+            with jobs.get_lock():
+                jobs[1] -= 1
 
 
 def job_order(cfg: BuildConfig, names) -> list[str]:
@@ -665,16 +716,25 @@ def build(cfg: BuildConfig, progress: bool = True) -> Path:
             pass
         names = job_order(cfg, cfg.scenes)
         bar = tqdm(total=len(names), desc="3D-PC scenes", unit="scene", disable=not progress)
+        # the shortcut audit's thumbnails of the frames written now, made from the frames in memory (scenes
+        # kept from an earlier run are read from their files by the audit)
+        thumbs: dict = {}
         if cfg.workers == 1 or len(names) == 1:
             for name in names:
-                build_scene(cfg, name, expected)
+                build_scene(cfg, name, expected, thumbs if cfg.audit.enabled else None)
                 bar.update(1)
         else:
+            import multiprocessing as mp
+
             threads = max(1, (os.cpu_count() or 1) // cfg.workers)
-            for _ in run_jobs(_job, [(cfg, n, expected) for n in names], cfg.workers, _init_worker, (threads,)):
+            ctx = mp.get_context("spawn")
+            jobs = ctx.Array("i", [len(names), 0])  # [not yet started, running], for use_idle_cores
+            for _, t in run_jobs(_job_thumbs, [(cfg, n, expected) for n in names], cfg.workers, _init_worker,
+                                 (threads, jobs), mp_context=ctx):
+                thumbs.update(t)
                 bar.update(1)
         bar.close()
         from .assemble import assemble
 
-        assemble(cfg)
+        assemble(cfg, thumbs)
     return out

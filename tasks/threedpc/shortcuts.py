@@ -262,16 +262,29 @@ def load_small(path, size: int) -> np.ndarray:
     return read_image_small(path, size)
 
 
-def image_features(root, files, size: int = 32, threads: int = 4) -> np.ndarray:
+def image_features(root, files, size: int = 32, threads: int = 4, thumbs: dict | None = None) -> np.ndarray:
     """Downsampled images (n, size*size*3) float32 in [0, 1] for ``files`` relative to ``root`` (PNG decoding
-    releases the GIL, so a small thread pool reads them in parallel)."""
+    releases the GIL, so a small thread pool reads them in parallel). ``thumbs``: {file: 8-bit (size, size, 3)
+    thumbnail} made by the writer from the frame in memory (``render.files.small_uint8``, bit for bit what
+    reading the file gives, tested); the files it lacks are read."""
     from concurrent.futures import ThreadPoolExecutor
 
     root = Path(root)
     if not len(files):
         return np.zeros((0, size * size * 3), np.float32)
+    thumbs = thumbs or {}
+
+    def one(f):
+        t = thumbs.get(f)
+        if t is not None and t.shape == (size, size, 3):
+            return (np.asarray(t, np.float32) / 255.0).reshape(-1)
+        return load_small(root / f, size).reshape(-1)
+
+    missing = [f for f in files if f not in thumbs]
+    if len(missing) < 64:  # nothing (or little) to decode: no thread pool
+        return np.stack([one(f) for f in files])
     with ThreadPoolExecutor(threads) as ex:
-        arrs = list(ex.map(lambda f: load_small(root / f, size).reshape(-1), files))
+        arrs = list(ex.map(one, files))
     return np.stack(arrs)
 
 
@@ -302,12 +315,50 @@ def cluster_ids(df) -> np.ndarray:
     return pd.MultiIndex.from_frame(df[["scene", "setting"]].astype(str)).factorize()[0]
 
 
+def cluster_counts(clusters: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """(n_boot, K) draws of a cluster bootstrap: how often each of the K clusters was drawn (with
+    replacement) in each resample."""
+    k = int(clusters.max()) + 1 if len(clusters) else 0
+    return rng.multinomial(k, np.full(k, 1.0 / k), size=n_boot) if k else np.zeros((n_boot, 0))
+
+
 def cluster_weights(clusters: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
     """(n_boot, n) row weights of a cluster bootstrap: each resample draws the K clusters with replacement
-    and a row's weight is how often its cluster was drawn."""
-    k = int(clusters.max()) + 1 if len(clusters) else 0
-    counts = rng.multinomial(k, np.full(k, 1.0 / k), size=n_boot) if k else np.zeros((n_boot, 0))
-    return counts[:, clusters].astype(float)
+    and a row's weight is how often its cluster was drawn (:func:`cluster_counts` per row)."""
+    return cluster_counts(clusters, n_boot, rng)[:, clusters].astype(float)
+
+
+def bootstrap_auc(score: np.ndarray, y: np.ndarray, clusters: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``weighted_auc(score, y, counts[:, clusters])`` (the plain twin, (B,) AUCs of a cluster bootstrap),
+    bit for bit, without the (B, n) weight matrix. The AUC's numerator is Σ over (positive i, negative j) of
+    w_i·w_j·([s_j < s_i] + ½[s_j = s_i]) = c_bᵀ M c_b with M[k, l] the same sum over the rows of clusters k
+    and l (weights 1), and its denominator (c_b·P)(c_b·N) with P, N the positives and negatives per cluster.
+    With integer counts and 0/1 labels every partial sum of both forms is a whole or half number far below
+    2⁵², so both compute the same numerator and denominator exactly, in any order (tested equal). Scores
+    that are not all finite, or labels not all 0/1, take the plain twin."""
+    score = np.asarray(score, float)
+    y = np.asarray(y)
+    clusters = np.asarray(clusters)
+    counts = np.asarray(counts, float)
+    if (not len(score) or not np.isfinite(score).all() or not np.isin(y, (0, 1)).all()
+            or counts.shape[1] > 4096 or not (counts == np.round(counts)).all() or np.abs(counts).max() > 2 ** 20):
+        return weighted_auc(score, y, counts[:, clusters])
+    k = counts.shape[1]
+    pos = y == 1
+    ps, pc = score[pos], clusters[pos]
+    ns, nc = score[~pos], clusters[~pos]
+    m = np.zeros((k, k))
+    by = np.argsort(nc, kind="stable")
+    cut = np.flatnonzero(np.r_[True, nc[by][1:] != nc[by][:-1], True])
+    for a, b in zip(cut[:-1], cut[1:]):
+        neg = np.sort(ns[by[a:b]])
+        lo = np.searchsorted(neg, ps, "left")
+        hi = np.searchsorted(neg, ps, "right")
+        m[:, nc[by[a]]] = np.bincount(pc, weights=lo + 0.5 * (hi - lo), minlength=k)
+    num = ((counts @ m) * counts).sum(-1)
+    den = (counts @ np.bincount(pc, minlength=k).astype(float)) * (counts @ np.bincount(nc, minlength=k).astype(float))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return num / den
 
 
 def _ci(boot: np.ndarray) -> tuple[float, float]:
@@ -396,7 +447,7 @@ def audit_task(df, task: str, cfg: AuditConfig, pixels: np.ndarray | None = None
     rng = np.random.default_rng([cfg.seed, 0xA0D1, len(task)])
     clusters = cluster_ids(df)
     k_all = len(np.unique(clusters))
-    w_all = cluster_weights(clusters, cfg.bootstrap, rng)
+    c_all = cluster_counts(clusters, cfg.bootstrap, rng)  # the bootstrap's row weights are c_all[:, clusters]
     clusters_te = cluster_ids(df[te])
     k_te = len(np.unique(clusters_te))
     wboot = cluster_weights(clusters_te, cfg.bootstrap, rng)
@@ -408,7 +459,7 @@ def audit_task(df, task: str, cfg: AuditConfig, pixels: np.ndarray | None = None
         if ok.sum() < 2 or len(np.unique(y[ok])) < 2:
             return None
         auc = float(weighted_auc(x[ok], y[ok]))
-        ci = _ci(weighted_auc(x[ok], y[ok], w_all[:, ok])) if cfg.bootstrap else (math.nan, math.nan)
+        ci = _ci(bootstrap_auc(x[ok], y[ok], clusters[ok], c_all)) if cfg.bootstrap else (math.nan, math.nan)
         return ok, auc, ci
 
     # the cues' bootstrap AUCs (each a few passes over a bootstrap × frames matrix, numpy releasing the GIL)
@@ -497,12 +548,13 @@ CUE_ORDER = tuple(CUE_TEXT)
 TASK_CUES = {"vpt": ("observer_faces_ball",)}
 
 
-def shortcut_audit(meta, root=None, cfg: AuditConfig = AuditConfig(), progress: bool = False):
+def shortcut_audit(meta, root=None, cfg: AuditConfig = AuditConfig(), progress: bool = False, thumbs: dict | None = None):
     """The shortcut audit of a build: a tidy table (one row per task × measure; columns task, kind, name,
     value, ci_low, ci_high, n_train, n_test, gate_low, gate_high, passed, description).
 
     ``meta``: the build's metadata (``metadata.parquet``); ``root``: the build folder holding the images
-    (``file_name`` relative to it) or None to skip the image cues (mean colour, pixel regression).
+    (``file_name`` relative to it) or None to skip the image cues (mean colour, pixel regression);
+    ``thumbs``: thumbnails the build made while writing the images (:func:`image_features`).
     """
     import pandas as pd
 
@@ -516,14 +568,21 @@ def shortcut_audit(meta, root=None, cfg: AuditConfig = AuditConfig(), progress: 
     sub = sub.loc[:, ~sub.columns.duplicated(keep="last")]
     pix = None
     if root is not None and len(sub):
-        pix = image_features(root, list(sub["file_name"]), cfg.pixel_size)
+        pix = image_features(root, list(sub["file_name"]), cfg.pixel_size, thumbs=thumbs)
         rgb = pix.reshape(len(sub), -1, 3).mean(1)
         sub["mean_r"], sub["mean_g"], sub["mean_b"] = rgb[:, 0], rgb[:, 1], rgb[:, 2]
-    for task, (col, _) in TASKS.items():
-        if col not in sub:
-            continue
+    # the tasks are independent (each its own rows, seeded generator and models): one thread each, so the
+    # build's serial tail is the longer task, not their sum; rows in TASKS order as before
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(task: str, col: str) -> list[dict]:
         m = sub[col].fillna(False).to_numpy(bool)
-        rows += audit_task(sub[m], task, cfg, None if pix is None else pix[m])
+        return audit_task(sub[m], task, cfg, None if pix is None else pix[m])
+
+    todo = [(task, col) for task, (col, _) in TASKS.items() if col in sub]
+    with ThreadPoolExecutor(max(1, len(todo)), thread_name_prefix="audit-task") as ex:
+        for part in list(ex.map(lambda tc: one(*tc), todo)):
+            rows += part
     table = pd.DataFrame(rows, columns=list(AUDIT_DTYPES))
     return table.astype(AUDIT_DTYPES)
 
@@ -593,15 +652,15 @@ def audit_markdown(table, cfg: AuditConfig) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_build_audit(df, out, cfg: AuditConfig):
-    """Audit an assembled build (``df`` = its metadata, images under ``out``), write
-    ``shortcut_audit.csv|parquet`` and return (table, markdown section). Does not raise on failed gates:
-    call :func:`enforce` after everything else is written."""
+def run_build_audit(df, out, cfg: AuditConfig, thumbs: dict | None = None):
+    """Audit an assembled build (``df`` = its metadata, images under ``out``; ``thumbs``: see
+    :func:`image_features`), write ``shortcut_audit.csv|parquet`` and return (table, markdown section). Does
+    not raise on failed gates: call :func:`enforce` after everything else is written."""
     from render.files import write_table
 
     if not cfg.enabled:
         return None, audit_markdown(None, cfg)
-    table = shortcut_audit(df, out, cfg)
+    table = shortcut_audit(df, out, cfg, thumbs=thumbs)
     write_table(table, Path(out) / AUDIT_FILE)
     return table, audit_markdown(table, cfg)
 
