@@ -84,10 +84,11 @@ BIN_CHUNKS = 16
 SLAB_FIRST = 16
 SLAB_MIN = 32768
 SLAB_KEEP_GOING = 0.1
-# Depth sort digits: 6 x 11 bits cover a float64's 64
+# Depth sort digits: 6 x 11 bits cover a float64's 64; the sort passes over the high three only
 RADIX_BITS = 11
 RADIX_PASSES = 6
 RADIX_BUCKETS = 1 << RADIX_BITS
+RADIX_HIGH = 3  # the radix passes cover digits 3-5 (bits 33-63); runs equal there are ordered afterwards
 
 # Packed record layout (float64): x, y, A, B, C, opacity, r, g, b, depth, σ cut, det(conic)
 REC = 12
@@ -602,21 +603,27 @@ def depth_order(rec, radii, radix: bool = True) -> np.ndarray:
 
 @nb.njit(cache=True, nogil=True)
 def _radix_argsort(keys):
-    """Stable argsort of uint64 ``keys`` (LSD radix, six 11-bit digits, all six histograms counted in one
-    read of the keys; a digit all keys share is skipped). 11-bit digits keep the 2048 write positions of a
-    pass in cache (16-bit ones scattered each pass over 65536: 17% slower on 177k depths)."""
+    """Stable argsort of uint64 ``keys``: an LSD radix sort on the high 31 bits only (digits 3-5 of six 11-bit
+    digits, their histograms counted in one read of the keys; a digit all keys share is skipped), then each
+    run of equal high bits — in input order, the passes being stable — ordered by its full keys, stably
+    (insertion sort; a stable merge sort for runs longer than 32). The result is the one stable order, so it
+    equals numpy's ``argsort(kind="stable")`` (tested, with ties, all-equal keys and keys equal in their high
+    bits only). Why the high bits only: for the depths of a frame (float64 bit patterns, 2⁻²⁰ relative
+    resolution in the top 31 bits) those runs hold one or two keys, and three of the six scattering passes
+    are saved (trained-like 300k frame: 8.8 → 5.7 ms). 11-bit digits keep the 2048 write positions of a pass
+    in cache (16-bit ones scattered each pass over 65536: 17% slower on 177k depths)."""
     n = keys.shape[0]
     mask = np.uint64(RADIX_BUCKETS - 1)
     count = np.zeros((RADIX_PASSES, RADIX_BUCKETS + 1), np.int64)
     for i in range(n):
         k = keys[i]
-        for p in range(RADIX_PASSES):
+        for p in range(RADIX_HIGH, RADIX_PASSES):
             count[p, np.int64((k >> np.uint64(RADIX_BITS * p)) & mask) + 1] += 1
     idx = np.arange(n)
     key = keys.copy()
     idx2 = np.empty(n, np.int64)
     key2 = np.empty(n, np.uint64)
-    for p in range(RADIX_PASSES):
+    for p in range(RADIX_HIGH, RADIX_PASSES):
         c = count[p]
         if c.max() == n:
             continue
@@ -632,6 +639,29 @@ def _radix_argsort(keys):
             key2[pos] = kk
         idx, idx2 = idx2, idx
         key, key2 = key2, key
+    high = np.uint64(RADIX_BITS * RADIX_HIGH)
+    i = 0
+    while i < n:
+        j = i + 1
+        h = key[i] >> high
+        while j < n and (key[j] >> high) == h:
+            j += 1
+        if j - i > 32:
+            o = np.argsort(key[i:j], kind="mergesort")  # stable
+            kseg, iseg = key[i:j][o], idx[i:j][o]
+            key[i:j] = kseg
+            idx[i:j] = iseg
+        elif j - i > 1:
+            for a in range(i + 1, j):  # insertion sort: stable (moves past strictly greater keys only)
+                kk, ii = key[a], idx[a]
+                b = a - 1
+                while b >= i and key[b] > kk:
+                    key[b + 1] = key[b]
+                    idx[b + 1] = idx[b]
+                    b -= 1
+                key[b + 1] = kk
+                idx[b + 1] = ii
+        i = j
     return idx
 
 

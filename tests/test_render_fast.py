@@ -158,15 +158,21 @@ def test_trained_like_scene_statistics():
 
 def test_radix_depth_order_equals_the_stable_argsort():
     """The compiled radix depth sort against numpy's stable argsort (the plain twin): random depths, many exact
-    ties (rounded depths, equal high digits), culled Gaussians, a real projection; NaN falls back."""
+    ties (rounded depths, equal high digits), culled Gaussians, a real projection; NaN falls back. The radix
+    passes cover the high bits only, so keys equal there and different below (runs ordered afterwards, by
+    insertion or merge sort) are drawn too: short runs, runs of thousands, ties inside them."""
     rng = np.random.default_rng(0)
-    for trial in range(15):
+    for trial in range(24):
         n = int(rng.integers(2, 120000))
         rec = np.zeros((n, _cpu.REC))
         radii = rng.integers(0, 3, (n, 2)).astype(np.int32)
         z = rng.uniform(0.01, 50, n)
         z = [z, np.round(z, 1), np.round(z * 1000) / 1000 + 1.0, np.full(n, 2.5),
-             np.exp(rng.uniform(-4.0, 14.0, n))][trial % 5]  # the last: every digit of the bit patterns varies
+             np.exp(rng.uniform(-4.0, 14.0, n)),  # every digit of the bit patterns varies
+             5.0 + rng.uniform(0, 1e-9, n),  # one run of equal high bits, all low bits different
+             5.0 + rng.integers(0, 40, n) * 1e-12,  # one run, many exact ties within it
+             np.round(rng.uniform(1, 2, n), 4) + rng.integers(0, 3, n) * 1e-13,  # many short runs with ties
+             ][trial % 8]
         rec[:, 9] = z
         np.testing.assert_array_equal(_cpu.depth_order(rec, radii), _cpu.depth_order(rec, radii, radix=False))
     rec[0, 9], radii[0] = np.nan, (1, 1)
