@@ -22,7 +22,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from render.files import output_folder, package_version, save_png, write_table
+from render.files import output_folder, package_version, save_frame_png, write_table
 from scenes.camera import Camera
 
 __all__ = ["read_cameras", "render_trajectory", "validate_options"]
@@ -150,7 +150,7 @@ def _render_frames(out, rows_dir, sc, cams, bg, backend, props, seed, placement,
             img, labels = label_frame(sc, placement, cams[i], vpt, rules, backend=backend)
             row.update(placement.to_row())
             row.update(labels)
-        save_png(out / names[i], img)
+        save_frame_png(out / names[i], img)
         atomic_write_bytes(rows_dir / f"{i:04d}.json", _json.dumps(row).encode())
     write_table(cameras_table(cams, names), out / "cameras")
     if placement is not None:

@@ -165,14 +165,10 @@ def style_for(cfg: BuildConfig, rng: np.random.Generator) -> PropStyle:
 
 
 def _save_png(path: Path, img: np.ndarray) -> None:
-    """A frame as PNG, atomically: Vantage's minimal encoder with the Sub row filter and zlib-ng deflate
-    (``render.files.png_bytes``; deterministic bytes), ~1.6 ms CPU per 256-px frame against ~18 ms for PIL's
-    adaptive filters at zlib level 6, files ~10% larger, pixels identical (issue 19, docs/benchmarks.md)."""
-    from render.files import png_bytes
-    from scenes.files import atomic_write_bytes
+    """A frame of the build (``render.files.save_frame_png``, looked up at each call so benchmarks can time it)."""
+    from render.files import save_frame_png
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(path, png_bytes(img, 1, row_filter="sub"))
+    save_frame_png(path, img)
 
 
 def _labelled_placement(cfg, scene, outcome, rng, rejected):
