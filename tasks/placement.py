@@ -35,6 +35,7 @@ from .labels import LabelRules, aperture_label, in_view
 from .schema import field, make_section, store_structured
 
 OUTCOMES = ("visible", "occluded", "out_of_view")
+OUTCOME_LABELS = {"visible": (1, "visible"), "occluded": (0, "occluded"), "out_of_view": (0, "out_of_view")}
 DESIGNS = ("matched", "legacy")
 
 
@@ -277,7 +278,7 @@ def sample_placement(scene, outcome: str, rng: np.random.Generator, style: PropS
     r_obj = 0.5 * float(np.linalg.norm(hi[:2] - lo[:2]))
     obj = scene.meshes.get("object") if scene.meshes else None
     occ = scene.occluders()
-    want = {"visible": (1, "visible"), "occluded": (0, "occluded"), "out_of_view": (0, "out_of_view")}[outcome]
+    want = OUTCOME_LABELS[outcome]
     for _ in range(max_tries):
         a_obs = rng.uniform(0, 2 * math.pi)
         if outcome == "occluded":
@@ -679,6 +680,16 @@ def _position(xyz, base: float) -> tuple[float, float, float]:
     raise ValueError(f"a prop position is [x, y] (on the ground) or [x, y, z]; got {list(xyz)}")
 
 
+def sample_choice(cfg: dict) -> tuple[str, str]:
+    """(outcome, design) of a ``props`` configuration in ``sample`` mode (defaults visible, matched), checked:
+    a ``ValueError`` names ``props.outcome`` / ``props.design``, its value and the choices."""
+    choice = (cfg.get("outcome", "visible"), cfg.get("design", "matched"))
+    for key, value, allowed in zip(("outcome", "design"), choice, (OUTCOMES, DESIGNS)):
+        if value not in allowed:
+            raise ValueError(f"props.{key}={value!r}: one of {', '.join(allowed)}")
+    return choice
+
+
 def placement_from_config(scene, cfg: dict) -> tuple[Placement | None, LabelRules, dict]:
     """Resolve a ``props`` configuration (configs/props/*.yaml) → (placement or None, rules, evidence)."""
     mode = cfg.get("mode", "none")
@@ -689,17 +700,13 @@ def placement_from_config(scene, cfg: dict) -> tuple[Placement | None, LabelRule
     style = make_section(PropStyle, style, "props.style")
     if mode == "sample":
         rng = np.random.default_rng([int(cfg.get("seed", 0)), 0x9D])
-        outcome, design = cfg.get("outcome", "visible"), cfg.get("design", "matched")
-        if outcome not in OUTCOMES:
-            raise ValueError(f"props.outcome={outcome!r}: one of {', '.join(OUTCOMES)}")
-        if design not in DESIGNS:
-            raise ValueError(f"props.design={design!r}: one of {', '.join(DESIGNS)}")
+        outcome, design = sample_choice(cfg)
         if design == "legacy":
             placement, evidence = sample_placement(scene, outcome, rng, style, rules)
             return placement, rules, evidence
         from .labels import vpt_label
 
-        want = {"visible": (1, "visible"), "occluded": (0, "occluded"), "out_of_view": (0, "out_of_view")}[outcome]
+        want = OUTCOME_LABELS[outcome]
 
         def agrees(pl):  # the full label (ray cast + render check, supports staged) is the one asked for
             lab = vpt_label(staged_scene(scene, pl), pl.observer, pl.target, rules, support=pl.target_support)

@@ -202,8 +202,6 @@ def validate_options(*, frames, size, seed, fov_deg, backend, background, camera
     if mode not in ("none", "sample", "explicit"):
         raise ValueError(f"props.mode={mode!r}: one of none, sample, explicit")
     if mode == "sample":
-        from .placement import DESIGNS, OUTCOMES
+        from .placement import sample_choice
 
-        for key, default, allowed in (("outcome", "visible", OUTCOMES), ("design", "matched", DESIGNS)):
-            if props.get(key, default) not in allowed:
-                raise ValueError(f"props.{key}={props.get(key)!r}: one of {', '.join(allowed)}")
+        sample_choice(props)
