@@ -104,23 +104,34 @@ from zlib_ng import zlib_ng as _zlib_ng
 
 DEFLATE_LEVEL = 2
 DEFLATE = f"zlib-ng {_zlib_ng.ZLIBNG_VERSION} level {DEFLATE_LEVEL}"  # what wrote the PNGs: for provenance
+# Run-length deflate (zlib's Z_RLE strategy: matches at distance 1 only) for binary line drawings, chosen by
+# the generator (``Generator.png_deflate``): on the degraded polygons 22% smaller files and ~15% less time
+# than level 2; on textured or grey-level stimuli files 1.1-4x larger (docs/benchmarks.md), so not the default.
+DEFLATE_MODES = {"default": DEFLATE, "rle": f"zlib-ng {_zlib_ng.ZLIBNG_VERSION} level {DEFLATE_LEVEL}, run-length (Z_RLE)"}
 
 
-def _compress(data, level: int) -> bytes:
-    """The zlib stream of ``data``: stored (level 0) or zlib-ng at :data:`DEFLATE_LEVEL` (any other level)."""
-    return _zlib_ng.compress(data, 0 if level == 0 else DEFLATE_LEVEL)
+def _compress(data, level: int, deflate: str = "default") -> bytes:
+    """The zlib stream of ``data``: stored (level 0) or zlib-ng at :data:`DEFLATE_LEVEL` (any other level),
+    with the run-length strategy for ``deflate="rle"``."""
+    if level == 0 or deflate == "default":
+        return _zlib_ng.compress(data, 0 if level == 0 else DEFLATE_LEVEL)
+    c = _zlib_ng.compressobj(DEFLATE_LEVEL, _zlib_ng.DEFLATED, 15, 8, _zlib_ng.Z_RLE)
+    return c.compress(data) + c.flush()
 
 
-def png_bytes(img: np.ndarray, compress_level: int = 6, row_filter: str = "none") -> bytes:
+def png_bytes(img: np.ndarray, compress_level: int = 6, row_filter: str = "none", deflate: str = "default") -> bytes:
     """8-bit greyscale [H, W] or RGB [H, W, 3] PNG. A minimal encoder (one row filter for every row, one
     deflate stream by zlib-ng, deterministic), many times faster than PIL's for the mostly flat images stimuli
     are; any PNG decoder reads it (tested against PIL). ``compress_level`` 0 stores uncompressed.
     ``row_filter``: "none" (PNG filter 0; flat stimuli) or "sub" (filter 1, each byte minus the same channel
     of the pixel to its left: rendered, textured images, e.g. the 3D-PC frames, compress ~17% smaller than
     with "none" at the same speed, ~13% larger than PIL's adaptive filters at zlib level 6 in 1/28 of the
-    time; docs/benchmarks.md)."""
+    time; docs/benchmarks.md). ``deflate``: "default" or "rle" (:data:`DEFLATE_MODES`: run-length matching
+    only, for binary line drawings)."""
     if row_filter not in ("none", "sub"):
         raise ValueError(f"png_bytes: row_filter={row_filter!r}; one of 'none', 'sub'")
+    if deflate not in DEFLATE_MODES:
+        raise ValueError(f"png_bytes: deflate={deflate!r}; one of {', '.join(map(repr, DEFLATE_MODES))}")
     a = np.asarray(img, np.uint8)
     if a.ndim == 2:
         colour, channels = 0, 1
@@ -143,7 +154,7 @@ def png_bytes(img: np.ndarray, compress_level: int = 6, row_filter: str = "none"
         pix = raw[:, 1:].copy()
         np.subtract(pix[:, channels:], pix[:, :-channels], out=raw[:, 1 + channels:])
         raw[:, 0] = 1
-    return _png_head(w, h, colour) + _idat(_compress(memoryview(raw).cast("B"), compress_level)) + _IEND
+    return _png_head(w, h, colour) + _idat(_compress(memoryview(raw).cast("B"), compress_level, deflate)) + _IEND
 
 
 def save_frame_png(path: str | os.PathLike, rgb_uint8) -> None:

@@ -234,12 +234,44 @@ def test_png_encoder_round_trips_through_pil():
         a = rng.integers(0, 256, shape, dtype=np.uint8)
         for row_filter in ("none", "sub"):  # "sub": PNG filter 1, the 3D-PC frames' (PIL undoes it)
             for level in (0, 1, 6):
-                b = np.asarray(Image.open(io.BytesIO(png_bytes(a, level, row_filter=row_filter))))
-                np.testing.assert_array_equal(a, b)
+                for deflate in ("default", "rle"):
+                    b = np.asarray(Image.open(io.BytesIO(png_bytes(a, level, row_filter=row_filter, deflate=deflate))))
+                    np.testing.assert_array_equal(a, b)
     smooth = np.cumsum(rng.integers(0, 3, (64, 64, 3)), axis=1).astype(np.uint8)  # a textured gradient
     assert len(png_bytes(smooth, 1, row_filter="sub")) < len(png_bytes(smooth, 1))
     with pytest.raises(ValueError, match="row_filter='paeth'"):
         png_bytes(smooth, row_filter="paeth")
+    with pytest.raises(ValueError, match="deflate='lzma'"):
+        png_bytes(smooth, deflate="lzma")
+
+
+def test_generator_png_deflate_is_checked_used_and_recorded(tmp_path):
+    """A generator's PNG deflate mode is checked at registration, used for its images and named in the manifest."""
+    import io
+
+    from PIL import Image
+
+    from render.files import DEFLATE_MODES, png_bytes
+    from tasks.stimuli.registry import GENERATORS, make_config, register
+
+    with pytest.raises(ValueError, match="png_deflate='zip'"):
+        register("test_bad_deflate", object, "", items=lambda c, s: iter(()), render=lambda c, i: None, png_deflate="zip")
+    assert "test_bad_deflate" not in GENERATORS._gens
+    gen = GENERATORS["degraded_polygons"]
+    assert gen.png_deflate == "rle"
+    out = write_dataset("degraded_polygons", tmp_path / "p", gen.test_params, progress=False)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["png_deflate"] == DEFLATE_MODES["rle"] != DEFLATE_MODES["default"]
+    cfg = make_config(gen, dict(gen.test_params))
+    item = next(iter(gen.items(cfg, 0)))
+    img, _ = gen.render(cfg, item)
+    f = out / f"{item.condition}/{item.item_id}.png"
+    assert f.read_bytes() == png_bytes(img, 6, deflate="rle") != png_bytes(img, 6)
+    # run-length deflate on the released drawing (binary, 3 channels): smaller than level 2, the same pixels
+    cfg = make_config(gen, {"preset": "paper", "per_class": 4, "classes": ["triangle", "hexagon"]})
+    imgs = [gen.render(cfg, it)[0] for it in gen.items(cfg, 0)]
+    assert sum(map(len, (png_bytes(a, 6, deflate="rle") for a in imgs))) < 0.9 * sum(map(len, map(png_bytes, imgs)))
+    np.testing.assert_array_equal(np.asarray(Image.open(io.BytesIO(png_bytes(imgs[-1], 6, deflate="rle")))), imgs[-1])
 
 
 _PNG_DETERMINISM_SCRIPT = """

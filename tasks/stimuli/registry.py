@@ -11,7 +11,9 @@ name later). It provides
 * ``random`` — whether its images depend on the dataset seed (every random draw must flow from the seed
   passed to ``items``; tests/test_stimuli.py checks every registered generator both ways);
 * ``test_params`` — a small configuration that exercises the random parts (used by that test);
-* ``presets`` — named parameter sets (``preset=paper``), applied before the user's parameters.
+* ``presets`` — named parameter sets (``preset=paper``), applied before the user's parameters;
+* ``png_deflate`` — how the writer deflates its PNGs: "default", or "rle" for binary line drawings
+  (``render.files.DEFLATE_MODES``; recorded in the manifest).
 
 :data:`GENERATORS` imports a generator's module when its name is first looked up (:data:`HOMES`), and
 every generator module when the registry is listed.
@@ -55,6 +57,7 @@ class Generator:
     random: bool = True
     test_params: dict = dataclasses.field(default_factory=dict)
     presets: dict = dataclasses.field(default_factory=dict)
+    png_deflate: str = "default"
 
     @property
     def module(self) -> str:
@@ -127,18 +130,23 @@ GENERATORS = Registry()
 
 def register(name: str, Config: type, description: str, reference: str = "", *,
              items: Callable[[Any, int], Iterator[Item]], render: Callable[[Any, Item], tuple[Any, dict]],
-             random: bool = True, test_params: dict | None = None, presets: dict | None = None) -> Generator:
+             random: bool = True, test_params: dict | None = None, presets: dict | None = None,
+             png_deflate: str = "default") -> Generator:
     """Register generator ``name`` with its ``items`` and ``render`` functions (called once, in the module
     that defines them, after both). A second registration of one name is an error: two modules would
     otherwise silently replace each other's generator."""
     if home(name) not in (None, items.__module__, items.__module__.rsplit(".", 1)[0]):
         GENERATORS.load(name)  # its own module first: a second registration is caught whichever comes first
+    from render.files import DEFLATE_MODES
+
+    if png_deflate not in DEFLATE_MODES:
+        raise ValueError(f"generator {name!r}: png_deflate={png_deflate!r}; one of {', '.join(map(repr, DEFLATE_MODES))}")
     known = GENERATORS._gens
     if name in known:
         raise ValueError(f"generator {name!r} is registered twice ({known[name].items.__module__} and "
                          f"{items.__module__}); give one of them another name")
     gen = Generator(name, Config, items, render, description, reference, random, dict(test_params or {}),
-                    dict(presets or {}))
+                    dict(presets or {}), png_deflate)
     known[name] = gen
     return gen
 

@@ -36,7 +36,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from render.files import DEFLATE, OutputError, mark_owned, output_folder, package_version, png_bytes, write_table
+from render.files import DEFLATE_MODES, OutputError, mark_owned, output_folder, package_version, png_bytes, write_table
 from scenes.files import atomic_write_bytes
 
 from .registry import GENERATORS, ConfigError, Item, get_generator, make_config
@@ -81,7 +81,7 @@ def _render_items(args) -> tuple[int, list[dict]]:
             log.warning("skipped %s: %s", it.item_id, e)
             rows.append({**base, "file_name": "", "skipped": str(e), "sha256": ""})
             continue
-        data = png_bytes(img, compress_level)
+        data = png_bytes(img, compress_level, deflate=gen.png_deflate)
         # written in place: the shard is the unit of atomicity (its rows file, written last by temp name and
         # rename, marks it complete; an interrupted shard is re-rendered whole, identically). One file
         # creation instead of two metadata operations per image matters on disks where that is the limit.
@@ -349,7 +349,7 @@ def write_dataset(name: str, out: str | os.PathLike, params: dict | None = None,
                     parts.add(out, index)
         bar.close()
         if shard is None or job is None:
-            _finish(out, name, seed, len(shards), parts)
+            _finish(out, name, seed, len(shards), parts, png_deflate=gen.png_deflate)
         else:
             atomic_write_bytes(out / JOB_MANIFEST, json.dumps({"identity": identity, "shards": mine}).encode())
     return out
@@ -460,9 +460,10 @@ def _owned(out: Path):
     return files, [out / ".shards"]
 
 
-def _finish(out: Path, name: str, seed, n_shards: int, parts: _TableParts | None = None) -> None:
+def _finish(out: Path, name: str, seed, n_shards: int, parts: _TableParts | None = None,
+            png_deflate: str = "default") -> None:
     """The tables and the manifest, from every shard's rows file (``parts``: those already read and
-    formatted while the workers ran; the others are read here)."""
+    formatted while the workers ran; the others are read here); ``png_deflate``: the generator's PNG mode."""
     from collections import Counter
 
     import pandas as pd
@@ -488,6 +489,7 @@ def _finish(out: Path, name: str, seed, n_shards: int, parts: _TableParts | None
         counts = {str(k): int(v) for k, v in made.condition.value_counts().sort_index().items()}
         skipped = {str(r.item_id): str(r.skipped) for r in df[df.file_name == ""].itertuples()}
         sha256 = dict(zip(made.file_name, made.sha256, strict=True))
-    manifest = {"dataset": name, "vantage_version": package_version(), "png_deflate": DEFLATE, "seed": int(seed),
+    manifest = {"dataset": name, "vantage_version": package_version(), "png_deflate": DEFLATE_MODES[png_deflate],
+                "seed": int(seed),
                 "images": int(images), "counts": counts, "skipped": skipped, "sha256": sha256}
     atomic_write_bytes(out / "manifest.json", json.dumps(manifest, indent=1, sort_keys=True).encode())
