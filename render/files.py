@@ -41,7 +41,8 @@ from scenes.files import atomic_write_bytes, atomic_write_text, temp_name
 def write_table(df, stem: str | os.PathLike, csv: str | None = None) -> None:
     """Write ``df`` as ``<stem>.csv`` and ``<stem>.parquet``, each atomically. ``csv``: the CSV text when the
     caller has it already (it must equal ``df.to_csv(index=False)``; the stimulus writer builds it shard by
-    shard while its workers render)."""
+    shard while its workers render). ``df`` may be a pyarrow Table carrying its pandas metadata (with ``csv``):
+    written by pyarrow, as pandas' ``to_parquet`` would write the frame it stands for."""
     stem = Path(stem)
     for ext in (".csv", ".parquet"):
         final = stem.with_suffix(ext)
@@ -52,8 +53,12 @@ def write_table(df, stem: str | os.PathLike, csv: str | None = None) -> None:
                     f.write(csv.encode("utf-8"))
             elif ext == ".csv":
                 df.to_csv(tmp, index=False)
-            else:
+            elif hasattr(df, "to_parquet"):
                 df.to_parquet(tmp, index=False)
+            else:
+                import pyarrow.parquet as pq
+
+                pq.write_table(df, tmp)
             os.replace(tmp, final)
         except BaseException:
             with contextlib.suppress(OSError):
@@ -512,11 +517,11 @@ def safe_name(text: str) -> str:
     return "".join(c if c.isalnum() or c in "._-" else "_" for c in str(text))
 
 
-def package_version() -> str:
-    """The installed vantage version (recorded in every output's config and manifest): read from the first
-    ``vantage-<version>.dist-info/METADATA`` on ``sys.path``, the file ``importlib.metadata`` reads, without
-    importing it (~0.03 s, before any worker of a run can start); anything else (an egg-info, no match, no
-    Version line) goes through :func:`package_version_reference` (tested equal)."""
+def package_version(dist: str = "vantage") -> str:
+    """The installed version of ``dist`` (vantage's is recorded in every output's config and manifest): read
+    from the first ``<dist>-<version>.dist-info/METADATA`` on ``sys.path``, the file ``importlib.metadata``
+    reads, without importing it (~0.03 s, before any worker of a run can start); anything else (an egg-info,
+    no match, no Version line) goes through :func:`package_version_reference` (tested equal)."""
     import sys
 
     for entry in sys.path:
@@ -524,8 +529,8 @@ def package_version() -> str:
             names = os.listdir(entry or ".")
         except OSError:
             continue
-        found = [n for n in names if re.fullmatch(r"vantage-[^-/]+\.(dist|egg)-info", n, re.IGNORECASE)]
-        if len(found) == 1 and found[0].endswith(".dist-info") and found[0].startswith("vantage-"):
+        found = [n for n in names if re.fullmatch(rf"{re.escape(dist)}-[^-/]+\.(dist|egg)-info", n, re.IGNORECASE)]
+        if len(found) == 1 and found[0].endswith(".dist-info") and found[0].startswith(f"{dist}-"):
             try:
                 with open(os.path.join(entry or ".", found[0], "METADATA"), encoding="utf-8") as f:
                     for line in f:
@@ -537,13 +542,13 @@ def package_version() -> str:
                 pass
         if found:
             break
-    return package_version_reference()
+    return package_version_reference(dist)
 
 
-def package_version_reference() -> str:
+def package_version_reference(dist: str = "vantage") -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return version("vantage")
+        return version(dist)
     except PackageNotFoundError:
         return "unknown"
