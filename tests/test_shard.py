@@ -383,3 +383,30 @@ def test_plain_shards_with_other_columns_join_as_pandas_joins_them(tmp_path, mon
                 _finish(out, "d", 0, len(shards), parts)
             made[way] = {f: (out / f).read_bytes() for f in ("annotations.csv", "annotations.parquet", "manifest.json")}
         assert made["arrow"] == made["pandas"], case
+
+
+def test_every_generator_writes_what_the_pandas_path_writes(tmp_path, monkeypatch):
+    """Over every registered generator (its test configuration, shards of 4 items): the tables and manifest
+    made with the pyarrow path where rows are plain are byte for byte those of the pandas path, images too;
+    and the pyarrow path is taken by most of them (a path never used would be tested by nothing)."""
+    import tasks.stimuli.writer as W
+    from tasks.stimuli.registry import GENERATORS
+
+    def files(d: Path) -> dict[str, bytes]:
+        return {k: v for k, v in tree(d).items() if k != "config.json" and not k.startswith(".shards/")}
+
+    real, used = W._arrow_table, set()
+
+    def spy(rows, name):
+        table = real(rows)
+        if table is not None:
+            used.add(name)
+        return table
+
+    for name, gen in sorted(GENERATORS.items()):
+        monkeypatch.setattr(W, "_arrow_table", lambda rows, name=name: spy(rows, name))
+        fast = write_dataset(name, tmp_path / f"{name}_a", dict(gen.test_params), progress=False, shard_size=4)
+        monkeypatch.setattr(W, "_arrow_table", lambda rows: None)
+        ref = write_dataset(name, tmp_path / f"{name}_b", dict(gen.test_params), progress=False, shard_size=4)
+        assert files(fast) == files(ref), name
+    assert len(used) >= 0.75 * len(GENERATORS), sorted(set(GENERATORS) - used)
