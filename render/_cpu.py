@@ -28,7 +28,7 @@ Pipeline (three passes over the Gaussians, none serial)
    of a trained-like scene but cost more than it saved.)
 3. ``_composite`` (parallel over tiles): front to back over the tile's Gaussians, each touching only the
    pixel centres of its row-by-row α ≥ 1/255 span inside its bounding box (span coefficients once per
-   Gaussian and tile, no division per row; clipped to the row's first..last pixel not yet terminated,
+   Gaussian and tile, no division per row; the spans of the tile's 16 rows in one vectorised loop; clipped to the row's first..last pixel not yet terminated,
    rows whose pixels have all terminated skipped), with early
    termination per pixel and per tile. The α of a row are computed for all 16 pixels of the tile row at once
    (``_alpha``: σ in float64 and exp(−σ) by ``_exp_neg``, a polynomial LLVM vectorises, within 4 ulp of libm's
@@ -422,15 +422,23 @@ def _row_span(ucm, dy, cba, w2, q, jlo, jhi):
     of the conic); the pixel centre j + 0.5 is u − dx, so j ∈ ucm + (B/A)·dy ± √(…) with ucm = u − c0 − ½
     (``cba``, ``w2``, ``q`` from :func:`_span_coefficients`, once per Gaussian and tile: no division
     per row). Rounding moves the bounds by ~1e-16 relative, far inside the SPAN_SLACK and CUT_MARGIN
-    margins. Returns (j0, j1), empty when j0 > j1."""
+    margins. Returns (j0, j1), empty when j0 > j1. (``_composite`` computes the bounds of all rows of a tile
+    at once with :func:`_span_bounds`, this function's first half.)"""
+    lo, hi = _span_bounds(ucm, dy, cba, w2, q, jlo - 1.0, jhi + 1.0)
+    return max(int(lo), jlo), min(int(hi), jhi)
+
+
+def _span_bounds(ucm, dy, cba, w2, q, lo_min, hi_max):
+    """The float bounds (ceil, floor) of :func:`_row_span` before clipping, clamped to [lo_min, hi_max]
+    (whole numbers, so the int conversion that follows is safe and the clipped span is the same); (hi_max,
+    lo_min) when the row misses the ellipse. No branch: ``_composite`` evaluates it for a tile's 16 rows in
+    one vectorised loop."""
     h2 = w2 - q * dy * dy
-    if h2 < 0.0:
-        return 1, 0
-    half = math.sqrt(h2)
+    half = math.sqrt(max(h2, 0.0))
     cen = ucm + cba * dy
-    j0 = max(int(math.ceil(cen - half - SPAN_SLACK)), jlo)
-    j1 = min(int(math.floor(cen + half + SPAN_SLACK)), jhi)
-    return j0, j1
+    lo = min(max(np.ceil(cen - half - SPAN_SLACK), lo_min), hi_max)
+    hi = min(max(np.floor(cen + half + SPAN_SLACK), lo_min), hi_max)
+    return (lo if h2 >= 0.0 else hi_max), (hi if h2 >= 0.0 else lo_min)
 
 
 def _tile_rows(rec, radii, g, height):
@@ -524,6 +532,8 @@ def _composite(rec, radii, tile_start, ids, width, height, depth_limit, use_limi
         first = np.zeros(TILE, np.int64)  # each row's first and last pixel not yet terminated
         last = np.full(TILE, -1, np.int64)
         arow = np.empty(TILE, np.float32)  # α of the current row's pixels (cull)
+        span_lo = np.empty(TILE, np.int64)  # the current Gaussian's span on each row of the tile (cull)
+        span_hi = np.empty(TILE, np.int64)
         n_done = 0
         for i in range(nr):
             for j in range(nc):
@@ -559,6 +569,13 @@ def _composite(rec, radii, tile_start, ids, width, height, depth_limit, use_limi
             cr, cg, cbl, zf = np.float32(rec[g, 6]), np.float32(rec[g, 7]), np.float32(rec[g, 8]), np.float32(z)
             cba, w2, q = _span_coefficients(ca, cb, rec[g, 10], rec[g, 11])
             ucm = u - c0 - 0.5
+            if cull:
+                # the spans of all the tile's rows at once (_row_span's bounds; a branch-free loop LLVM
+                # vectorises, where row by row the square root's latency stalled the loop)
+                for ii in range(TILE):
+                    lo, hi = _span_bounds(ucm, v - (r0 + ii + 0.5), cba, w2, q, -1.0, np.float64(TILE))
+                    span_lo[ii] = int(lo)
+                    span_hi[ii] = int(hi)
             for i in range(i0, i1 + 1):
                 ja, jb = j0, j1
                 dy = v - (r0 + i + 0.5)
@@ -567,7 +584,7 @@ def _composite(rec, radii, tile_start, ids, width, height, depth_limit, use_limi
                     if alive[i] == 0:  # every pixel of this row has terminated
                         continue
                     # the span, clipped to the row's first and last pixel not yet terminated
-                    ja, jb = _row_span(ucm, dy, cba, w2, q, max(j0, first[i]), min(j1, last[i]))
+                    ja, jb = max(span_lo[i], j0, first[i]), min(span_hi[i], j1, last[i])
                     if ja > jb:
                         continue
                     # α of the whole tile row at once: a fixed-length loop without branches, which LLVM
@@ -637,6 +654,7 @@ _alpha = nb.njit(inline="always", cache=True)(_alpha)
 _pixel_range = nb.njit(inline="always", cache=True)(_pixel_range)
 _span_coefficients = nb.njit(inline="always", cache=True)(_span_coefficients)
 _row_span = nb.njit(inline="always", cache=True)(_row_span)
+_span_bounds = nb.njit(inline="always", cache=True)(_span_bounds)
 _tile_rows = nb.njit(inline="always", cache=True)(_tile_rows)
 _tile_cols = nb.njit(inline="always", cache=True)(_tile_cols)
 _STAGES = {f.__name__: f for f in (_project, _activate, _project_cached, _gather, _bin_count, _bin_scatter, _composite, _finish)}
