@@ -32,7 +32,9 @@ Pipeline (three passes over the Gaussians, none serial)
    rows whose pixels have all terminated skipped), with early
    termination per pixel and per tile. The α of a row are computed for all 16 pixels of the tile row at once
    (``_alpha``: σ in float64 and exp(−σ) by ``_exp_neg``, a polynomial LLVM vectorises, within 4 ulp of libm's
-   exp; the loop that follows reads them over the span), which costs about what two scalar libm exps did. A tile's records lie scattered over ``packed`` (tens of MB), so a
+   exp), then the per-pixel rule applied to the span's pixels as selects in a second branch-free loop over
+   the row (the tile's state is one float32 array of planes, ``_S_T`` … ``_S_LIMIT``); both loops are
+   vectorised and cost about what two scalar libm exps did. A tile's records lie scattered over ``packed`` (tens of MB), so a
    tile used to wait on memory at each Gaussian: the record and radii ``PREFETCH_AHEAD`` Gaussians ahead
    are requested early (``_prefetch_row``, a hint that changes no value). With ``cull=False`` the loop is the plain per-pixel
    rule these are tested against (the same ``_alpha`` per pixel, so the same bits).
@@ -501,6 +503,11 @@ def _gather(rec, radii, order, packed, pradii):
         pradii[k, 1] = radii[g, 1]
 
 
+# Planes of a tile's running state in ``_composite`` (one float32 array): transmittance, r, g, b and depth sums,
+# median depth, done (1.0 once the pixel has terminated), depth limit
+_S_T, _S_ACC, _S_MED, _S_DONE, _S_LIMIT, _S_N = 0, 1, 5, 6, 7, 8
+
+
 def _composite(rec, radii, tile_start, ids, width, height, depth_limit, use_limit, cull, active,
                T_img, acc_img, med_img, done_img):
     """Composite one depth slab of each active tile front to back into the running per-pixel state
@@ -512,7 +519,8 @@ def _composite(rec, radii, tile_start, ids, width, height, depth_limit, use_limi
     span where σ ≤ ln(255·o) + margin; pixels outside would be skipped by the α test anyway. Each pixel
     therefore sees the same Gaussians in the same order as in the per-pixel rule (bit-identical with and
     without ``cull`` and for any split into slabs, tested); a pixel stops at its own early termination and
-    the tile when all have.
+    the tile when all have. With ``cull`` a row is processed as two branch-free loops over its 16 pixels
+    (α, then the rule as selects on the span's pixels); without, pixel by pixel as the plain rule reads.
     """
     tiles_x = (width + TILE - 1) // TILE
     tiles_y = (height + TILE - 1) // TILE
@@ -523,11 +531,17 @@ def _composite(rec, radii, tile_start, ids, width, height, depth_limit, use_limi
         tx = t - ty * tiles_x
         r0, c0 = ty * TILE, tx * TILE
         nr, nc = min(TILE, height - r0), min(TILE, width - c0)
-        T = np.ones((TILE, TILE), np.float32)
-        acc = np.zeros((TILE, TILE, 4), np.float32)
-        med = np.full((TILE, TILE), np.inf, np.float32)
-        done = np.ones((TILE, TILE), np.bool_)
-        limit = np.full((TILE, TILE), np.inf, np.float32)
+        # the tile's running state, one float32 plane per quantity (_S_T ... _S_LIMIT) in one array; pixels
+        # beyond the image edge stay done
+        st = np.empty((_S_N, TILE, TILE), np.float32)
+        for i in range(TILE):
+            for j in range(TILE):
+                st[_S_T, i, j] = 1.0
+                for ch in range(4):
+                    st[_S_ACC + ch, i, j] = 0.0
+                st[_S_MED, i, j] = np.inf
+                st[_S_DONE, i, j] = 1.0
+                st[_S_LIMIT, i, j] = np.inf
         alive = np.zeros(TILE, np.int64)  # pixels of each row not yet terminated
         first = np.zeros(TILE, np.int64)  # each row's first and last pixel not yet terminated
         last = np.full(TILE, -1, np.int64)
@@ -537,21 +551,22 @@ def _composite(rec, radii, tile_start, ids, width, height, depth_limit, use_limi
         n_done = 0
         for i in range(nr):
             for j in range(nc):
-                T[i, j] = T_img[r0 + i, c0 + j]
+                st[_S_T, i, j] = T_img[r0 + i, c0 + j]
                 for ch in range(4):
-                    acc[i, j, ch] = acc_img[r0 + i, c0 + j, ch]
-                med[i, j] = med_img[r0 + i, c0 + j]
-                done[i, j] = done_img[r0 + i, c0 + j]
-                n_done += done[i, j]
-                alive[i] += 1 - done[i, j]
+                    st[_S_ACC + ch, i, j] = acc_img[r0 + i, c0 + j, ch]
+                st[_S_MED, i, j] = med_img[r0 + i, c0 + j]
+                dn = done_img[r0 + i, c0 + j]
+                st[_S_DONE, i, j] = 1.0 if dn else 0.0
+                n_done += dn
+                alive[i] += 1 - dn
                 if use_limit:
-                    limit[i, j] = depth_limit[r0 + i, c0 + j]
+                    st[_S_LIMIT, i, j] = depth_limit[r0 + i, c0 + j]
         for i in range(nr):
             first[i] = 0
-            while first[i] < nc and done[i, first[i]]:
+            while first[i] < nc and st[_S_DONE, i, first[i]] != 0:
                 first[i] += 1
             last[i] = nc - 1
-            while last[i] >= 0 and done[i, last[i]]:
+            while last[i] >= 0 and st[_S_DONE, i, last[i]] != 0:
                 last[i] -= 1
         n_pix = nr * nc
         for k in range(tile_start[t], tile_start[t + 1]):
@@ -577,7 +592,6 @@ def _composite(rec, radii, tile_start, ids, width, height, depth_limit, use_limi
                     span_lo[ii] = int(lo)
                     span_hi[ii] = int(hi)
             for i in range(i0, i1 + 1):
-                ja, jb = j0, j1
                 dy = v - (r0 + i + 0.5)
                 ccdy = cc * dy * dy
                 if cull:
@@ -587,50 +601,71 @@ def _composite(rec, radii, tile_start, ids, width, height, depth_limit, use_limi
                     ja, jb = max(span_lo[i], j0, first[i]), min(span_hi[i], j1, last[i])
                     if ja > jb:
                         continue
-                    # α of the whole tile row at once: a fixed-length loop without branches, which LLVM
-                    # vectorises (16 pixels cost about what 2 scalar libm exps did; spans average ~9 pixels)
+                    # The whole tile row at once, in two loops without branches (LLVM vectorises both; fused,
+                    # they were not): α, then the per-pixel rule as selects on the span's pixels. 16 pixels
+                    # cost about what 2 scalar libm exps did (spans average ~9 pixels).
                     for jj in range(TILE):
                         dxx = u - (c0 + jj + 0.5)
                         arow[jj] = _alpha(op, 0.5 * (ca * dxx * dxx + ccdy) + cb * dxx * dy)
-                for j in range(ja, jb + 1):
-                    if done[i, j] or z > limit[i, j]:
+                    n_term = 0
+                    for jj in range(TILE):
+                        a = arow[jj]
+                        tt = st[_S_T, i, jj]
+                        was_done = st[_S_DONE, i, jj]
+                        use = ((jj >= ja) & (jj <= jb) & (was_done == 0) & (not z > st[_S_LIMIT, i, jj])
+                               & (not a < ALPHA_MIN))
+                        next_t = tt * (np.float32(1.0) - a)
+                        stop = next_t <= T_STOP
+                        upd = use & (not stop)
+                        w = a * tt
+                        st[_S_ACC, i, jj] = st[_S_ACC, i, jj] + cr * w if upd else st[_S_ACC, i, jj]
+                        st[_S_ACC + 1, i, jj] = st[_S_ACC + 1, i, jj] + cg * w if upd else st[_S_ACC + 1, i, jj]
+                        st[_S_ACC + 2, i, jj] = st[_S_ACC + 2, i, jj] + cbl * w if upd else st[_S_ACC + 2, i, jj]
+                        st[_S_ACC + 3, i, jj] = st[_S_ACC + 3, i, jj] + zf * w if upd else st[_S_ACC + 3, i, jj]
+                        st[_S_MED, i, jj] = zf if upd & (tt > 0.5) & (next_t <= 0.5) else st[_S_MED, i, jj]
+                        st[_S_T, i, jj] = next_t if upd else tt
+                        st[_S_DONE, i, jj] = np.float32(1.0) if use & stop else was_done
+                        n_term += use & stop
+                    if n_term > 0:
+                        n_done += n_term
+                        alive[i] -= n_term
+                        while first[i] <= last[i] and st[_S_DONE, i, first[i]] != 0:
+                            first[i] += 1
+                        while last[i] >= first[i] and st[_S_DONE, i, last[i]] != 0:
+                            last[i] -= 1
+                    continue
+                # the plain per-pixel rule (cull=False): every pixel of the box row
+                for j in range(j0, j1 + 1):
+                    if st[_S_DONE, i, j] != 0:
                         continue
-                    if cull:
-                        a = arow[j]
-                    else:
-                        dx = u - (c0 + j + 0.5)
-                        a = _alpha(op, 0.5 * (ca * dx * dx + ccdy) + cb * dx * dy)
-                    if a < ALPHA_MIN:
+                    dx = u - (c0 + j + 0.5)
+                    a = _alpha(op, 0.5 * (ca * dx * dx + ccdy) + cb * dx * dy)
+                    if a < ALPHA_MIN or z > st[_S_LIMIT, i, j]:
                         continue
-                    tt = T[i, j]
+                    tt = st[_S_T, i, j]
                     next_t = tt * (np.float32(1.0) - a)
                     if next_t <= T_STOP:
-                        done[i, j] = True
+                        st[_S_DONE, i, j] = 1.0
                         n_done += 1
-                        alive[i] -= 1
-                        while first[i] <= last[i] and done[i, first[i]]:
-                            first[i] += 1
-                        while last[i] >= first[i] and done[i, last[i]]:
-                            last[i] -= 1
                         continue
                     w = a * tt
-                    acc[i, j, 0] += cr * w
-                    acc[i, j, 1] += cg * w
-                    acc[i, j, 2] += cbl * w
-                    acc[i, j, 3] += zf * w
+                    st[_S_ACC, i, j] += cr * w
+                    st[_S_ACC + 1, i, j] += cg * w
+                    st[_S_ACC + 2, i, j] += cbl * w
+                    st[_S_ACC + 3, i, j] += zf * w
                     if tt > 0.5 and next_t <= 0.5:
-                        med[i, j] = zf
-                    T[i, j] = next_t
+                        st[_S_MED, i, j] = zf
+                    st[_S_T, i, j] = next_t
             if n_done == n_pix:
                 active[t] = False
                 break
         for i in range(nr):
             for j in range(nc):
-                T_img[r0 + i, c0 + j] = T[i, j]
+                T_img[r0 + i, c0 + j] = st[_S_T, i, j]
                 for ch in range(4):
-                    acc_img[r0 + i, c0 + j, ch] = acc[i, j, ch]
-                med_img[r0 + i, c0 + j] = med[i, j]
-                done_img[r0 + i, c0 + j] = done[i, j]
+                    acc_img[r0 + i, c0 + j, ch] = st[_S_ACC + ch, i, j]
+                med_img[r0 + i, c0 + j] = st[_S_MED, i, j]
+                done_img[r0 + i, c0 + j] = st[_S_DONE, i, j] != 0
 
 
 def _finish(T_img, acc_img, background, rgb, alpha, exp_depth):
