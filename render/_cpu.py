@@ -16,7 +16,8 @@ Pipeline (three passes over the Gaussians, none serial)
 2. Binning (``bin_tiles``): one stable sort of the kept Gaussians by camera z (a compiled radix sort of the
    depths' bit patterns, equal to numpy's stable argsort: ``depth_order``) and a parallel
    gather of their records in that order (``packed``: compositing then reads each tile's Gaussians at
-   ascending addresses; the gather's scattered reads are prefetched); ``_bin_count`` (parallel over
+   ascending addresses; the gather's scattered reads are prefetched); the gather also writes each Gaussian's tile rectangle
+   (``rects``, 16 bytes, so the two binning passes need not re-read the records); ``_bin_count`` (parallel over
    fixed chunks of ``packed``) counts each chunk's tile overlaps; a prefix sum over (tile, chunk) gives every chunk its slot in every tile;
    ``_bin_scatter`` (parallel over chunks) writes the indices. Each tile's list is therefore in
    (z, input index) order with no per-tile sort — exactly what the plain twin :func:`bin_reference`
@@ -457,31 +458,29 @@ def _tile_cols(rec, radii, g, width):
     return jlo // TILE, jhi // TILE
 
 
-def _bin_count(rec, radii, lo, hi, width, height, n_chunks, active, hist):
+def _bin_count(rects, lo, hi, width, n_chunks, active, hist):
     """hist[c, t] = number of Gaussians of chunk c (a contiguous part of lo..hi) listed in tile t (active
-    tiles only)."""
+    tiles only). ``rects``: each Gaussian's tile rectangle, see ``_gather``."""
     tiles_x = (width + TILE - 1) // TILE
     n = hi - lo
     for c in nb.prange(n_chunks):
         for g in range(lo + c * n // n_chunks, lo + (c + 1) * n // n_chunks):
-            ty0, ty1, i0, i1 = _tile_rows(rec, radii, g, height)
-            for ty in range(ty0, ty1 + 1):
-                tx0, tx1 = _tile_cols(rec, radii, g, width)
+            tx0, tx1 = rects[g, 2], rects[g, 3]
+            for ty in range(rects[g, 0], rects[g, 1] + 1):
                 for tx in range(tx0, tx1 + 1):
                     t = ty * tiles_x + tx
                     if active[t]:
                         hist[c, t] += 1
 
 
-def _bin_scatter(rec, radii, lo, hi, width, height, n_chunks, active, offsets, ids):
+def _bin_scatter(rects, lo, hi, width, n_chunks, active, offsets, ids):
     """Write each chunk's Gaussian indices into its slots (``offsets[c, t]``, advanced as it goes)."""
     tiles_x = (width + TILE - 1) // TILE
     n = hi - lo
     for c in nb.prange(n_chunks):
         for g in range(lo + c * n // n_chunks, lo + (c + 1) * n // n_chunks):
-            ty0, ty1, i0, i1 = _tile_rows(rec, radii, g, height)
-            for ty in range(ty0, ty1 + 1):
-                tx0, tx1 = _tile_cols(rec, radii, g, width)
+            tx0, tx1 = rects[g, 2], rects[g, 3]
+            for ty in range(rects[g, 0], rects[g, 1] + 1):
                 for tx in range(tx0, tx1 + 1):
                     t = ty * tiles_x + tx
                     if active[t]:
@@ -489,8 +488,11 @@ def _bin_scatter(rec, radii, lo, hi, width, height, n_chunks, active, offsets, i
                         offsets[c, t] += 1
 
 
-def _gather(rec, radii, order, packed, pradii):
-    """packed[k] = rec[order[k]] (and radii): the kept Gaussians in depth order, contiguous for compositing."""
+def _gather(rec, radii, order, width, height, packed, pradii, rects):
+    """packed[k] = rec[order[k]] (and radii): the kept Gaussians in depth order, contiguous for compositing;
+    rects[k] = (first, last tile row, first, last tile column) of Gaussian order[k]'s box (``_tile_rows``,
+    ``_tile_cols``; empty ranges as they give them), which the binning's two passes read (16 bytes a
+    Gaussian) instead of each re-reading the record and recomputing the box."""
     m = order.shape[0]
     for k in nb.prange(m):
         g = order[k]
@@ -501,6 +503,12 @@ def _gather(rec, radii, order, packed, pradii):
             packed[k, f] = rec[g, f]
         pradii[k, 0] = radii[g, 0]
         pradii[k, 1] = radii[g, 1]
+        ty0, ty1, i0, i1 = _tile_rows(rec, radii, g, height)
+        tx0, tx1 = _tile_cols(rec, radii, g, width)
+        rects[k, 0] = ty0
+        rects[k, 1] = ty1
+        rects[k, 2] = tx0
+        rects[k, 3] = tx1
 
 
 # Planes of a tile's running state in ``_composite`` (one float32 array): transmittance, r, g, b and depth sums,
@@ -787,20 +795,23 @@ def _radix_argsort(keys):
     return idx
 
 
-def sort_and_pack(rec, radii, parallel: bool = True, reuse: bool = False):
-    """(order [M] int64, packed [M, REC] = rec[order], pradii [M, 2]): the kept Gaussians by (z, index).
-    ``reuse``: packed and pradii are this thread's scratch arrays (:func:`scratch`), valid until its next
+def sort_and_pack(rec, radii, width: int, height: int, parallel: bool = True, reuse: bool = False):
+    """(order [M] int64, packed [M, REC] = rec[order], pradii [M, 2], rects [M, 4] int32): the kept Gaussians
+    by (z, index), and their tile rectangles in a ``width`` × ``height`` image (see ``_gather``). ``reuse``:
+    packed, pradii and rects are this thread's scratch arrays (:func:`scratch`), valid until its next
     frame."""
     order = depth_order(rec, radii)
     m = order.shape[0]
     packed = scratch("packed", (m, REC), np.float64) if reuse else np.empty((m, REC), np.float64)
     pradii = scratch("pradii", (m, 2), np.int32) if reuse else np.empty((m, 2), np.int32)
-    (PARALLEL if parallel else SERIAL)["_gather"](rec, radii, order, packed, pradii)
-    return order, packed, pradii
+    rects = scratch("rects", (m, 4), np.int32) if reuse else np.empty((m, 4), np.int32)
+    (PARALLEL if parallel else SERIAL)["_gather"](rec, radii, order, int(width), int(height), packed, pradii, rects)
+    return order, packed, pradii, rects
 
 
-def bin_range(packed, pradii, lo: int, hi: int, width: int, height: int, active, parallel: bool = True, n_chunks: int = BIN_CHUNKS):
-    """Bin ``packed[lo:hi]`` into the ``active`` tiles → (tile_start [T+1] int64, ids [I] int32): tile t's
+def bin_range(rects, lo: int, hi: int, width: int, active, parallel: bool = True, n_chunks: int = BIN_CHUNKS):
+    """Bin Gaussians ``lo:hi`` of ``packed`` (their tile rectangles ``rects``, :func:`sort_and_pack`) into the
+    ``active`` tiles of a ``width``-pixel-wide image → (tile_start [T+1] int64, ids [I] int32): tile t's
     Gaussians are ``ids[tile_start[t]:tile_start[t+1]]``, ascending indices into ``packed``.
 
     Two passes over fixed chunks of the range in parallel: a per-chunk tile histogram and, after a prefix
@@ -810,7 +821,7 @@ def bin_range(packed, pradii, lo: int, hi: int, width: int, height: int, active,
     n_tiles = active.shape[0]
     n_chunks = max(1, min(n_chunks, hi - lo))
     hist = np.zeros((n_chunks, n_tiles), np.int64)
-    k["_bin_count"](packed, pradii, lo, hi, width, height, n_chunks, active, hist)
+    k["_bin_count"](rects, lo, hi, width, n_chunks, active, hist)
     flat = hist.T.ravel()  # slot of chunk c in tile t: all earlier tiles, then tile t's earlier chunks
     offsets = np.empty(flat.size + 1, np.int64)
     offsets[0] = 0
@@ -818,7 +829,7 @@ def bin_range(packed, pradii, lo: int, hi: int, width: int, height: int, active,
     tile_start = offsets[::n_chunks].copy()  # copies: the scatter advances chunk_offsets in place
     chunk_offsets = offsets[:-1].reshape(n_tiles, n_chunks).T.copy()
     ids = np.empty(int(offsets[-1]), np.int32)
-    k["_bin_scatter"](packed, pradii, lo, hi, width, height, n_chunks, active, chunk_offsets, ids)
+    k["_bin_scatter"](rects, lo, hi, width, n_chunks, active, chunk_offsets, ids)
     return tile_start, ids
 
 
@@ -827,10 +838,9 @@ def bin_tiles(rec, radii, width: int, height: int, parallel: bool = True,
     """All kept Gaussians into all tiles at once → (order, tile_start, ids) with ``order[ids]`` input
     indices: each tile's list in (camera z, input index) order. (The renderer bins depth slab by depth
     slab instead, see :func:`slab_bounds`; this is the whole-list form the reference test compares.)"""
-    order, packed, pradii = sort_and_pack(rec, radii, parallel)
+    order, packed, pradii, rects = sort_and_pack(rec, radii, width, height, parallel)
     n_tiles = ((width + TILE - 1) // TILE) * ((height + TILE - 1) // TILE)
-    tile_start, ids = bin_range(packed, pradii, 0, len(order), width, height, np.ones(n_tiles, np.bool_),
-                                parallel, n_chunks)
+    tile_start, ids = bin_range(rects, 0, len(order), width, np.ones(n_tiles, np.bool_), parallel, n_chunks)
     return order, tile_start, ids
 
 
@@ -1018,7 +1028,7 @@ def render_cpu(scene, camera, background: np.ndarray, depth_limit: np.ndarray | 
     clock = [time.perf_counter()]
     rec, radii = project(scene, camera, near, far, parallel, reuse=True, cache=cache)
     clock.append(time.perf_counter())
-    order, packed, pradii = sort_and_pack(rec, radii, parallel, reuse=True)
+    order, packed, pradii, rects = sort_and_pack(rec, radii, w, h, parallel, reuse=True)
     del rec, radii
     clock.append(time.perf_counter())
     t_bin = t_comp = 0.0
@@ -1040,8 +1050,7 @@ def render_cpu(scene, camera, background: np.ndarray, depth_limit: np.ndarray | 
         n_open = int(active.sum())
         hi = next(b for b in bounds if b > lo)
         t0 = time.perf_counter()
-        tile_start, ids = bin_range(packed, pradii, lo, hi, w, h, active, parallel,
-                                    BIN_CHUNKS if parallel else 1)
+        tile_start, ids = bin_range(rects, lo, hi, w, active, parallel, BIN_CHUNKS if parallel else 1)
         t1 = time.perf_counter()
         k["_composite"](packed, pradii, tile_start, ids, w, h, limit, use_limit, cull, active, T_img, acc, median,
                         done)
