@@ -201,6 +201,7 @@ def _project(means, quats, log_scales, opacity_logits, sh, w2c, fx, fy, cx, cy, 
     ``EARLY_CULL``."""
     n = means.shape[0]
     view = (fx, fy, cx, cy, width, height) + _view_constants(w2c, fx, fy, cx, cy, width, height) + (early_cull,)
+    wt = _w2c_tuple(w2c)
     for i in nb.prange(n):
         radii[i, 0] = 0
         radii[i, 1] = 0
@@ -210,8 +211,12 @@ def _project(means, quats, log_scales, opacity_logits, sh, w2c, fx, fy, cx, cy, 
         z = w2c[2, 0] * mx + w2c[2, 1] * my + w2c[2, 2] * mz + w2c[2, 3]
         if z < near or z > far:
             continue
-        _project_one(i, (mx, my, mz, x, y, z), _activate_one(quats, log_scales, opacity_logits, i), sh, w2c, view,
-                     rec, radii)
+        vals = _activate_one(opacity_logits[i], quats[i, 0], quats[i, 1], quats[i, 2], quats[i, 3], log_scales[i, 0],
+                             log_scales[i, 1], log_scales[i, 2])
+        proj = _project_one((mx, my, mz, x, y, z), vals, wt, view)
+        _store_one(i, vals, z, proj, sh, rec)
+        radii[i, 0] = proj[7]  # 0 when culled
+        radii[i, 1] = proj[8]
 
 
 # View-independent per-Gaussian values (see ``activate``): normalised wxyz quaternion (4), exp scales (3),
@@ -222,19 +227,20 @@ ACT = 10
 KEY = 8
 
 
-def _activate_one(quats, log_scales, opacity_logits, i):
-    """The view-independent values of Gaussian ``i`` (layout ``ACT``): computed here by ``_project`` (and by
-    ``_project_cached`` for a Gaussian whose inputs changed), and cached by ``_activate`` — one set of operations."""
-    opac = 1.0 / (1.0 + math.exp(-np.float64(opacity_logits[i])))
-    qw, qx, qy, qz = np.float64(quats[i, 0]), np.float64(quats[i, 1]), np.float64(quats[i, 2]), np.float64(quats[i, 3])
+def _activate_one(logit, q0, q1, q2, q3, ls0, ls1, ls2):
+    """The view-independent values of a Gaussian (layout ``ACT``) from its opacity logit, wxyz quaternion and
+    log scales: computed here by ``_project`` (and by ``_project_cached`` for a Gaussian whose inputs
+    changed), and cached by ``_activate`` — one set of operations. Scalars, not arrays (see ``_project_one``)."""
+    opac = 1.0 / (1.0 + math.exp(-np.float64(logit)))
+    qw, qx, qy, qz = np.float64(q0), np.float64(q1), np.float64(q2), np.float64(q3)
     qn = math.sqrt(qw * qw + qx * qx + qy * qy + qz * qz)
     qw /= qn
     qx /= qn
     qy /= qn
     qz /= qn
-    sx = math.exp(np.float64(log_scales[i, 0]))
-    sy = math.exp(np.float64(log_scales[i, 1]))
-    sz = math.exp(np.float64(log_scales[i, 2]))
+    sx = math.exp(np.float64(ls0))
+    sy = math.exp(np.float64(ls1))
+    sz = math.exp(np.float64(ls2))
     lg = math.log(max(opac * ALPHA_MIN_INV, 1.0))
     ext = min(EXTENT_MAX, math.sqrt(2.0 * lg))
     return qw, qx, qy, qz, sx, sy, sz, opac, lg, ext
@@ -243,7 +249,8 @@ def _activate_one(quats, log_scales, opacity_logits, i):
 def _activate(quats, log_scales, opacity_logits, quat_bits, scale_bits, opacity_bits, act, key):
     """Fill ``act`` [N, ACT] (float64) and ``key`` [N, KEY] (int32: the inputs' bit patterns it came from)."""
     for i in nb.prange(quats.shape[0]):
-        vals = _activate_one(quats, log_scales, opacity_logits, i)
+        vals = _activate_one(opacity_logits[i], quats[i, 0], quats[i, 1], quats[i, 2], quats[i, 3], log_scales[i, 0],
+                             log_scales[i, 1], log_scales[i, 2])
         for c in range(ACT):
             act[i, c] = vals[c]
         for c in range(4):
@@ -261,6 +268,7 @@ def _project_cached(means, quats, log_scales, opacity_logits, sh, quat_bits, sca
     n = means.shape[0]
     misses = 0
     view = (fx, fy, cx, cy, width, height) + _view_constants(w2c, fx, fy, cx, cy, width, height) + (early_cull,)
+    wt = _w2c_tuple(w2c)
     for i in nb.prange(n):
         radii[i, 0] = 0
         radii[i, 1] = 0
@@ -279,24 +287,34 @@ def _project_cached(means, quats, log_scales, opacity_logits, sh, quat_bits, sca
             opac, lg, ext = act[i, 7], act[i, 8], act[i, 9]
         else:
             misses += 1
-            qw, qx, qy, qz, sx, sy, sz, opac, lg, ext = _activate_one(quats, log_scales, opacity_logits, i)
-        _project_one(i, (mx, my, mz, x, y, z), (qw, qx, qy, qz, sx, sy, sz, opac, lg, ext), sh, w2c, view, rec, radii)
+            qw, qx, qy, qz, sx, sy, sz, opac, lg, ext = _activate_one(
+                opacity_logits[i], quats[i, 0], quats[i, 1], quats[i, 2], quats[i, 3], log_scales[i, 0],
+                log_scales[i, 1], log_scales[i, 2])
+        vals = (qw, qx, qy, qz, sx, sy, sz, opac, lg, ext)
+        proj = _project_one((mx, my, mz, x, y, z), vals, wt, view)
+        _store_one(i, vals, z, proj, sh, rec)
+        radii[i, 0] = proj[7]  # 0 when culled
+        radii[i, 1] = proj[8]
     return misses
 
 
-def _project_one(i, centre, act, sh, w2c, view, rec, radii):
-    """The view-dependent half of Gaussian ``i``'s projection, from its camera-space centre (x, y, z) and its
+def _project_one(centre, act, wt, view):
+    """The view-dependent half of a Gaussian's projection, from its camera-space centre (x, y, z) and its
     view-independent values (``_activate_one``'s, computed or cached): opacity cull, EWA projection with
-    clamped x/z, y/z and dilation, conic, per-axis radii and frustum cull, SH colour; writes ``rec[i]`` and
-    ``radii[i]`` (left 0 when culled). Shared by ``_project`` and ``_project_cached``. ``centre`` = (mx, my, mz,
-    x, y, z), ``act`` = ``_activate_one``'s tuple, ``view`` = (fx, fy, cx, cy, width, height) +
-    ``_view_constants`` + (early_cull,)."""
+    clamped x/z, y/z and dilation, conic, per-axis radii and frustum cull, and the unit view direction of its
+    SH colour. Returns (kept, u, v, conic A, B, C, 1/det, rx, ry, dx, dy, dz) for :func:`_store_one` (kept
+    False: culled). Shared by ``_project`` and ``_project_cached``. ``centre`` = (mx, my, mz, x, y, z), ``act``
+    = ``_activate_one``'s tuple, ``wt`` = ``_w2c_tuple``, ``view`` = (fx, fy, cx, cy, width, height) +
+    ``_view_constants`` + (early_cull,). Scalars only, no arrays: numba reference-counts an array handed to
+    a helper with several exits, two atomic operations per array and Gaussian (with four arrays, about a
+    third of the projection's time)."""
     mx, my, mz, x, y, z = centre
     qw, qx, qy, qz, sx, sy, sz, opac, lg, ext = act
+    w00, w01, w02, w03, w10, w11, w12, w13, w20, w21, w22, w23 = wt
     fx, fy, cx, cy, width, height, camx, camy, camz, lim_xp, lim_xn, lim_yp, lim_yn, early_cull = view
-    k_sh = sh.shape[1]
+    culled = (False, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0, 0.0, 0.0, 0.0)
     if opac < ALPHA_MIN_64:
-        return
+        return culled
     tx = z * min(lim_xp, max(-lim_xn, x / z))
     ty = z * min(lim_yp, max(-lim_yn, y / z))
     j00 = fx / z
@@ -313,22 +331,22 @@ def _project_one(i, centre, act, sh, w2c, view, rec, radii):
         # Gaussian whose widened box misses the image has a real box that misses it too and is culled
         # below anyway: same records and radii (tested against EARLY_CULL = False).
         s2 = max(sx, sy, sz) ** 2
-        wx0 = j00 * w2c[0, 0] + j02 * w2c[2, 0]
-        wx1 = j00 * w2c[0, 1] + j02 * w2c[2, 1]
-        wx2 = j00 * w2c[0, 2] + j02 * w2c[2, 2]
-        wy0 = j11 * w2c[1, 0] + j12 * w2c[2, 0]
-        wy1 = j11 * w2c[1, 1] + j12 * w2c[2, 1]
-        wy2 = j11 * w2c[1, 2] + j12 * w2c[2, 2]
+        wx0 = j00 * w00 + j02 * w20
+        wx1 = j00 * w01 + j02 * w21
+        wx2 = j00 * w02 + j02 * w22
+        wy0 = j11 * w10 + j12 * w20
+        wy1 = j11 * w11 + j12 * w21
+        wy2 = j11 * w12 + j12 * w22
         bx = ext * math.sqrt(1.001 * (s2 * (wx0 * wx0 + wx1 * wx1 + wx2 * wx2) + EPS2D)) + 2.0
         by = ext * math.sqrt(1.001 * (s2 * (wy0 * wy0 + wy1 * wy1 + wy2 * wy2) + EPS2D)) + 2.0
         if u + bx <= 0 or u - bx >= width or v + by <= 0 or v - by >= height:
-            return
+            return culled
     r00 = 1 - 2 * (qy * qy + qz * qz); r01 = 2 * (qx * qy - qw * qz); r02 = 2 * (qx * qz + qw * qy)
     r10 = 2 * (qx * qy + qw * qz); r11 = 1 - 2 * (qx * qx + qz * qz); r12 = 2 * (qy * qz - qw * qx)
     r20 = 2 * (qx * qz - qw * qy); r21 = 2 * (qy * qz + qw * qx); r22 = 1 - 2 * (qx * qx + qy * qy)
-    m00, m01, m02 = _m_row(w2c, 0, r00, r01, r02, r10, r11, r12, r20, r21, r22, sx, sy, sz)
-    m10, m11, m12 = _m_row(w2c, 1, r00, r01, r02, r10, r11, r12, r20, r21, r22, sx, sy, sz)
-    m20, m21, m22 = _m_row(w2c, 2, r00, r01, r02, r10, r11, r12, r20, r21, r22, sx, sy, sz)
+    m00, m01, m02 = _m_row(w00, w01, w02, r00, r01, r02, r10, r11, r12, r20, r21, r22, sx, sy, sz)
+    m10, m11, m12 = _m_row(w10, w11, w12, r00, r01, r02, r10, r11, r12, r20, r21, r22, sx, sy, sz)
+    m20, m21, m22 = _m_row(w20, w21, w22, r00, r01, r02, r10, r11, r12, r20, r21, r22, sx, sy, sz)
     c00 = m00 * m00 + m01 * m01 + m02 * m02
     c01 = m00 * m10 + m01 * m11 + m02 * m12
     c02 = m00 * m20 + m01 * m21 + m02 * m22
@@ -340,46 +358,54 @@ def _project_one(i, centre, act, sh, w2c, view, rec, radii):
     c_ = j11 * (j11 * c11 + j12 * c12) + j12 * (j11 * c12 + j12 * c22) + EPS2D
     det = a_ * c_ - b_ * b_
     if det <= 0:
-        return
+        return culled
     rx = math.ceil(min(ext * math.sqrt(a_), abs(u) + width + TILE + 1.0, 2.0 ** 30))
     ry = math.ceil(min(ext * math.sqrt(c_), abs(v) + height + TILE + 1.0, 2.0 ** 30))
     if rx <= 0 and ry <= 0:
-        return
+        return culled
     if u + rx <= 0 or u - rx >= width or v + ry <= 0 or v - ry >= height:
-        return
+        return culled
     dx, dy, dz = mx - camx, my - camy, mz - camz
     dn = math.sqrt(dx * dx + dy * dy + dz * dz)
     if dn > 1e-12:
         dx /= dn
         dy /= dn
         dz /= dn
-    for ch in range(3):
-        col = C0 * sh[i, 0, ch]
-        if k_sh > 1:
-            col += -C1 * dy * sh[i, 1, ch] + C1 * dz * sh[i, 2, ch] - C1 * dx * sh[i, 3, ch]
-        if k_sh > 4:
-            xx, yy, zz = dx * dx, dy * dy, dz * dz
-            col += (C20 * dx * dy * sh[i, 4, ch] + C21 * dy * dz * sh[i, 5, ch]
-                    + C22 * (2 * zz - xx - yy) * sh[i, 6, ch] + C23 * dx * dz * sh[i, 7, ch]
-                    + C24 * (xx - yy) * sh[i, 8, ch])
-            if k_sh > 9:
-                col += (C30 * dy * (3 * xx - yy) * sh[i, 9, ch] + C31 * dx * dy * dz * sh[i, 10, ch]
-                        + C32 * dy * (4 * zz - xx - yy) * sh[i, 11, ch]
-                        + C33 * dz * (2 * zz - 3 * xx - 3 * yy) * sh[i, 12, ch]
-                        + C34 * dx * (4 * zz - xx - yy) * sh[i, 13, ch]
-                        + C35 * dz * (xx - yy) * sh[i, 14, ch] + C36 * dx * (xx - 3 * yy) * sh[i, 15, ch])
-        rec[i, 6 + ch] = max(col + 0.5, 0.0)
-    rec[i, 0] = u
-    rec[i, 1] = v
-    rec[i, 2] = c_ / det
-    rec[i, 3] = -b_ / det
-    rec[i, 4] = a_ / det
-    rec[i, 5] = opac
-    rec[i, 9] = z
-    rec[i, 10] = lg + CUT_MARGIN
-    rec[i, 11] = 1.0 / det
-    radii[i, 0] = rx
-    radii[i, 1] = ry
+    return True, u, v, c_ / det, -b_ / det, a_ / det, 1.0 / det, rx, ry, dx, dy, dz
+
+
+def _store_one(i, act, z, proj, sh, rec):
+    """Write Gaussian ``i``'s record (SH colour included) from ``_project_one``'s result ``proj`` if kept (the
+    caller writes the radii, 0 when culled). One exit (see ``_project_one``)."""
+    kept, u, v, ca, cb, cc, det_inv, rx, ry, dx, dy, dz = proj
+    if kept:
+        opac, lg = act[7], act[8]
+        k_sh = sh.shape[1]
+        for ch in range(3):
+            col = C0 * sh[i, 0, ch]
+            if k_sh > 1:
+                col += -C1 * dy * sh[i, 1, ch] + C1 * dz * sh[i, 2, ch] - C1 * dx * sh[i, 3, ch]
+            if k_sh > 4:
+                xx, yy, zz = dx * dx, dy * dy, dz * dz
+                col += (C20 * dx * dy * sh[i, 4, ch] + C21 * dy * dz * sh[i, 5, ch]
+                        + C22 * (2 * zz - xx - yy) * sh[i, 6, ch] + C23 * dx * dz * sh[i, 7, ch]
+                        + C24 * (xx - yy) * sh[i, 8, ch])
+                if k_sh > 9:
+                    col += (C30 * dy * (3 * xx - yy) * sh[i, 9, ch] + C31 * dx * dy * dz * sh[i, 10, ch]
+                            + C32 * dy * (4 * zz - xx - yy) * sh[i, 11, ch]
+                            + C33 * dz * (2 * zz - 3 * xx - 3 * yy) * sh[i, 12, ch]
+                            + C34 * dx * (4 * zz - xx - yy) * sh[i, 13, ch]
+                            + C35 * dz * (xx - yy) * sh[i, 14, ch] + C36 * dx * (xx - 3 * yy) * sh[i, 15, ch])
+            rec[i, 6 + ch] = max(col + 0.5, 0.0)
+        rec[i, 0] = u
+        rec[i, 1] = v
+        rec[i, 2] = ca
+        rec[i, 3] = cb
+        rec[i, 4] = cc
+        rec[i, 5] = opac
+        rec[i, 9] = z
+        rec[i, 10] = lg + CUT_MARGIN
+        rec[i, 11] = det_inv
 
 
 def _view_constants(w2c, fx, fy, cx, cy, width, height):
@@ -397,12 +423,18 @@ def _view_constants(w2c, fx, fy, cx, cy, width, height):
     return camx, camy, camz, lim_xp, lim_xn, lim_yp, lim_yn
 
 
-def _m_row(w2c, a, r00, r01, r02, r10, r11, r12, r20, r21, r22, sx, sy, sz):
-    """Row ``a`` of M = R_v · R · S (world-to-camera rotation, Gaussian rotation, scales)."""
-    va0 = w2c[a, 0] * r00 + w2c[a, 1] * r10 + w2c[a, 2] * r20
-    va1 = w2c[a, 0] * r01 + w2c[a, 1] * r11 + w2c[a, 2] * r21
-    va2 = w2c[a, 0] * r02 + w2c[a, 1] * r12 + w2c[a, 2] * r22
+def _m_row(wa0, wa1, wa2, r00, r01, r02, r10, r11, r12, r20, r21, r22, sx, sy, sz):
+    """A row of M = R_v · R · S (world-to-camera rotation row (wa0, wa1, wa2), Gaussian rotation, scales)."""
+    va0 = wa0 * r00 + wa1 * r10 + wa2 * r20
+    va1 = wa0 * r01 + wa1 * r11 + wa2 * r21
+    va2 = wa0 * r02 + wa1 * r12 + wa2 * r22
     return va0 * sx, va1 * sy, va2 * sz
+
+
+def _w2c_tuple(w2c):
+    """The 3×4 world-to-camera matrix as a tuple of 12 scalars, row by row (for ``_project_one``)."""
+    return (w2c[0, 0], w2c[0, 1], w2c[0, 2], w2c[0, 3], w2c[1, 0], w2c[1, 1], w2c[1, 2], w2c[1, 3],
+            w2c[2, 0], w2c[2, 1], w2c[2, 2], w2c[2, 3])
 
 
 def _pixel_range(centre, radius, size):
@@ -691,6 +723,8 @@ def _finish(T_img, acc_img, background, rgb, alpha, exp_depth):
 _m_row = nb.njit(inline="always", cache=True)(_m_row)
 _activate_one = nb.njit(inline="always", cache=True)(_activate_one)
 _project_one = nb.njit(inline="always", cache=True)(_project_one)
+_store_one = nb.njit(inline="always", cache=True)(_store_one)
+_w2c_tuple = nb.njit(inline="always", cache=True)(_w2c_tuple)
 _view_constants = nb.njit(inline="always", cache=True)(_view_constants)
 _exp_neg = nb.njit(inline="always", cache=True)(_exp_neg)
 _alpha = nb.njit(inline="always", cache=True)(_alpha)
