@@ -1,5 +1,6 @@
 """CPU time per stage of the cpu splat kernel (issue 19): this checkout's ``render/_cpu.py`` against the one
-of a git revision, same process, same frames, interleaved; every frame checked bit-identical.
+of a git revision, same process, same frames, interleaved; every frame compared (values that differ are
+counted, with their largest difference; more than 1/255 is an error).
 
     python benchmarks/render_stages.py [--scene couch_02 | trained:300000] [--frames 20] [--size 256]
         [--threads 1] [--baseline-rev HEAD] [--repeats 3]
@@ -97,6 +98,22 @@ def run(mod, frames):
     return outs, {k: 1000 * split[k] / len(frames) for k in STAGES}
 
 
+def compare(outs, ref) -> tuple[int, float]:
+    """(number of output values that differ, their largest absolute difference; inf where finite and not,
+    or NaN and not) between two passes' outputs (rgb, alpha, expected depth, median per frame)."""
+    n_diff, max_diff = 0, 0.0
+    for a, b in zip(outs, ref):
+        for x, y in zip(a, b):
+            same = (x == y) | (np.isnan(x) & np.isnan(y))
+            n = int((~same).sum())
+            if n:
+                n_diff += n
+                both = ~same & np.isfinite(x) & np.isfinite(y)
+                max_diff = max(max_diff, float(np.abs(x[both].astype(np.float64) - y[both]).max()) if both.any() else 0.0,
+                               float("inf") if (~same & ~both).any() else 0.0)
+    return n_diff, max_diff
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scene", default="couch_02")
@@ -134,6 +151,7 @@ def main() -> None:
         mod.time = clock
         run(mod, frames[:2])  # warm-up: compiled or loaded from numba's cache
     best = {"new": None, "base": None}
+    n_diff, max_diff = 0, 0.0
     for _ in range(args.repeats):
         for name, mod in (("base", base), ("new", new)):
             outs, ms = run(mod, frames)
@@ -142,11 +160,14 @@ def main() -> None:
             if name == "base":
                 ref = outs
             else:
-                for a, b in zip(outs, ref):
-                    for x, y in zip(a, b):
-                        if not np.array_equal(x, y, equal_nan=True):
-                            raise SystemExit("error: the new kernel's output differs from the baseline's")
-    print(f"all {len(frames)} frames bit-identical to the baseline; load average {os.getloadavg()[0]:.1f}")
+                n_diff, max_diff = compare(outs, ref)
+    if n_diff:
+        print(f"{n_diff} output values of the {len(frames)} frames differ from the baseline's, by at most "
+              f"{max_diff:.2e}; load average {os.getloadavg()[0]:.1f}")
+        if not max_diff <= 1 / 255:
+            raise SystemExit("error: the new kernel's output differs from the baseline's by more than 1/255")
+    else:
+        print(f"all {len(frames)} frames bit-identical to the baseline; load average {os.getloadavg()[0]:.1f}")
     print(f"  {'CPU ms/frame':14s}" + "".join(f"{k:>11s}" for k in STAGES) + f"{'total':>11s}")
     for name in ("base", "new"):
         ms = best[name]
