@@ -111,8 +111,9 @@ DEFLATE_LEVEL = 2
 DEFLATE = f"zlib-ng {_zlib_ng.ZLIBNG_VERSION} level {DEFLATE_LEVEL}"  # what wrote the PNGs: for provenance
 # Run-length deflate (zlib's Z_RLE strategy: matches at distance 1 only) for binary line drawings, chosen by
 # the generator (``Generator.png_deflate``): on the degraded polygons 22% smaller files and ~15% less time
-# than level 2; on textured or grey-level stimuli files 1.1-4x larger (docs/benchmarks.md), so not the default.
-DEFLATE_MODES = {"default": DEFLATE, "rle": f"zlib-ng {_zlib_ng.ZLIBNG_VERSION} level {DEFLATE_LEVEL}, run-length (Z_RLE)"}
+# than level 2; on the other generators' stimuli files 0.92-4.1x their level-2 size, larger for 30 of 33
+# (docs/benchmarks.md), so not the default.
+DEFLATE_MODES = {"default": DEFLATE, "rle": f"{DEFLATE}, run-length (Z_RLE)"}
 
 
 def _compress(data, level: int, deflate: str = "default") -> bytes:

@@ -185,15 +185,13 @@ def _arrow_table(rows: list[dict]):
             values = [None if v is _ABSENT else v for v in values] if absent else values
             kind = "string"
         elif all(issubclass(t, (int, np.integer)) and not issubclass(t, (bool, np.bool_)) for t in types):
-            values = [v for v in values if v is not _ABSENT] if absent else values
-            if min(values) < -(2**63) or max(values) >= 2**63:
+            present = [v for v in values if v is not _ABSENT] if absent else values
+            if min(present) < -(2**63) or max(present) >= 2**63:
                 return None
             if absent:  # pandas: integers with a missing value are floats, NaN where missing
-                values = [float("nan") if v is _ABSENT else float(v) for v in (r.get(k, _ABSENT) for r in rows)]
-                kind = "float64"
+                values, kind = [float("nan") if v is _ABSENT else float(v) for v in values], "float64"
             else:
-                values = [int(v) for v in values]
-                kind = "int64"
+                values, kind = [int(v) for v in values], "int64"
         elif all(issubclass(t, (float, np.floating, int, np.integer)) and not issubclass(t, (bool, np.bool_))
                  for t in types):  # floats, or integers and floats: pandas makes them all floats
             values = [float("nan") if v is _ABSENT else float(v) for v in values]
@@ -206,15 +204,26 @@ def _arrow_table(rows: list[dict]):
         cols.append(values)
     import pyarrow as pa
 
-    meta = {"index_columns": [], "column_indexes": [], "columns": [
+    arrays = [_arrow_array(v, kind) for v, kind in zip(cols, kinds, strict=True)]
+    schema = pa.schema([pa.field(k, a.type) for k, a in zip(keys, arrays, strict=True)],
+                       metadata={"pandas": _pandas_metadata(keys, kinds)})
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+# the column kinds of :func:`_arrow_table` and their Arrow types (as ``str(pyarrow type)`` names them)
+_ARROW_TYPES = {"string": "large_string", "int64": "int64", "float64": "double"}
+
+
+def _pandas_metadata(keys: list, kinds: list) -> str:
+    """The pandas metadata (JSON) pandas writes for a typed frame with these columns (kinds "string", "int64",
+    "float64"), as :func:`_arrow_table` stores it and :func:`_is_arrow_typed` recognises it."""
+    import pyarrow as pa
+
+    return json.dumps({"index_columns": [], "column_indexes": [], "columns": [
         {"name": k, "field_name": k, "pandas_type": "object" if kind == "string" else kind, "numpy_type": kind,
          "metadata": None} for k, kind in zip(keys, kinds, strict=True)],
         "attributes": {}, "creator": {"library": "pyarrow", "version": pa.__version__},
-        "pandas_version": _pandas_version()}
-    arrays = [_arrow_array(v, kind) for v, kind in zip(cols, kinds, strict=True)]
-    schema = pa.schema([pa.field(k, a.type) for k, a in zip(keys, arrays, strict=True)],
-                       metadata={"pandas": json.dumps(meta)})
-    return pa.Table.from_arrays(arrays, schema=schema)
+        "pandas_version": _pandas_version()})
 
 
 @functools.lru_cache(maxsize=1)
@@ -278,22 +287,17 @@ def _arrow_part(table) -> tuple:
 
 
 def _is_arrow_typed(table) -> bool:
-    """Whether a rows file read back by pyarrow is one :func:`_arrow_table` wrote (same schema and metadata as
-    it would make for those columns); the others are read through pandas."""
-    import pyarrow as pa
-
-    try:
-        meta = json.loads(table.schema.metadata[b"pandas"])
-        kinds = [c["numpy_type"] for c in meta["columns"]]
-    except (TypeError, KeyError, ValueError):
-        return False
-    want = {"string": pa.large_string(), "int64": pa.int64(), "float64": pa.float64()}
-    return (len(kinds) == len(table.schema) and len(table) > 0
-            and all(k in want and f.type == want[k] for k, f in zip(kinds, table.schema, strict=True))
-            and [c["name"] for c in meta["columns"]] == table.column_names
-            and all(table.schema.field(c).type == (pa.int64() if c == "seed" else pa.large_string())
-                    for c in STANDARD_COLUMNS if c in table.column_names)
-            and not any(ch in c for c in table.column_names for ch in _CSV_SPECIAL))
+    """Whether a rows file read back by pyarrow is one :func:`_arrow_table` wrote with the libraries installed
+    now: its columns' types are its kinds, the standard columns typed as it types them, no name CSV must quote,
+    and the pandas metadata the one it writes for them. Others are read through pandas."""
+    by_type = {t: k for k, t in _ARROW_TYPES.items()}
+    names = table.column_names
+    kinds = [by_type.get(str(f.type)) for f in table.schema]
+    return (len(table) > 0 and len(names) >= 2 and None not in kinds
+            and all(kind == ("int64" if c == "seed" else "string")
+                    for c, kind in zip(names, kinds, strict=True) if c in STANDARD_COLUMNS)
+            and not any(ch in c for c in names for ch in _CSV_SPECIAL)
+            and (table.schema.metadata or {}).get(b"pandas") == _pandas_metadata(names, kinds).encode())
 
 
 class _TableParts:
@@ -657,17 +661,16 @@ def _finish(out: Path, name: str, seed, n_shards: int, parts: _TableParts | None
 
     parts = parts if parts is not None else _TableParts()
     pieces = [parts.get(out, k) for k in range(n_shards)]
-    whole = None
-    if all(p[0] == "arrow" for p in pieces) and not all(
-            p[1].schema.equals(pieces[0][1].schema, check_metadata=True) for p in pieces):
+    arrow = all(p[0] == "arrow" for p in pieces)
+    if arrow and not all(p[1].schema.equals(pieces[0][1].schema, check_metadata=True) for p in pieces):
         # plain shards with other columns or types: the whole table typed again from their rows (a null is a
         # value the row lacked), as pandas types the shards joined
         rows = [{k: _ABSENT if v is None else v for k, v in r.items()} for p in pieces for r in p[1].to_pylist()]
         whole = _arrow_table(rows)
-        if whole is not None:
+        arrow = whole is not None
+        if arrow:
             pieces = [("arrow", *_arrow_part(whole))]
-    if all(p[0] == "arrow" for p in pieces) and all(p[1].schema.equals(pieces[0][1].schema, check_metadata=True)
-                                                     for p in pieces):
+    if arrow:
         # every shard plain, with one schema: the table and its CSV joined from the shards' without pandas
         import pyarrow as pa
 
