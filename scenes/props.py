@@ -24,6 +24,8 @@ import trimesh
 
 GREEN = (0.1, 0.75, 0.15)
 RED = (0.85, 0.08, 0.06)
+LENS_COLOR = (0.08, 0.08, 0.09)       # the camera's lens barrel
+LENS_RING_COLOR = (0.82, 0.82, 0.8)   # and the ring at its front
 LIGHT_DIR = (0.45, -0.35, 0.82)
 AMBIENT = 0.45
 ARROW_SCALE = 1.6
@@ -110,7 +112,10 @@ class Observer:
         s = self.size
         if self.shape == "camera":
             # body (depth 0.6 s along forward, width s, height 0.65 s), lens barrel 0.4 s long in front,
-            # a viewfinder hump on top: the barrel makes the viewing direction obvious from any side.
+            # a viewfinder hump on top: the barrel makes the viewing direction obvious from any side. The
+            # barrel is near-black and its front ring light grey (LENS_COLOR, LENS_RING_COLOR), as on a real
+            # camera: in green on green (until issue 10's blind ratings) raters misread the facing of cameras
+            # 17-23 px tall.
             body = trimesh.creation.box(extents=[0.6 * s, s, 0.65 * s])
             lens = trimesh.creation.cylinder(radius=0.22 * s, height=0.4 * s, sections=32)
             lens.apply_transform(trimesh.transformations.rotation_matrix(math.pi / 2, [0, 1, 0]))
@@ -120,8 +125,9 @@ class Observer:
             ring.apply_translation([0.3 * s + 0.37 * s, 0, 0])
             hump = trimesh.creation.box(extents=[0.3 * s, 0.3 * s, 0.15 * s])
             hump.apply_translation([0, 0, 0.4 * s])
-            parts = [shade_vertices(m, self.color) for m in (body, lens, hump)]
-            parts.append(shade_vertices(ring, np.asarray(self.color) * 0.5))
+            parts = [shade_vertices(m, self.color) for m in (body, hump)]
+            parts.append(shade_vertices(lens, LENS_COLOR))
+            parts.append(shade_vertices(ring, LENS_RING_COLOR))
         else:
             s = ARROW_SCALE * s  # an arrow as long as 1.6 body widths reads at the same distance
             shaft = trimesh.creation.cylinder(radius=0.08 * s, height=0.7 * s, sections=24)

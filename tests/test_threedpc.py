@@ -268,6 +268,41 @@ def test_contact_sheet_cli(tiny, tmp_path):
     assert bad.returncode == 2 and bad.stderr.startswith("error:") and "Traceback" not in bad.stderr
 
 
+def test_blind_contact_sheet_and_scoring(tiny, tmp_path):
+    """``--blind``: the same images shuffled, captions without labels, the key next to the PNG; ``--score``
+    counts a rater's right, wrong and unsure answers per label against it; bad answers → error, exit 2."""
+    import pandas as pd
+
+    from tasks.threedpc.sheet import contact_sheet, pick_images, read_rows, score_answers
+
+    img, key = contact_sheet(tiny, "vpt", "test", 3, cols=3, tile=32, blind=True)
+    pick = pick_images(read_rows(tiny), "vpt", "test", 3)
+    assert sorted(key.file_name) == sorted(pick.file_name) and list(key.tile) == list(range(len(pick)))
+    assert list(key.label) != sorted(key.label) or len(set(key.label)) == 1  # shuffled (seeded: fixed order)
+    assert img.shape[1] == 3 * 32
+    ans = key[["tile"]].assign(answer=key.label.astype(float))
+    ans.loc[0, "answer"] = 1 - ans.loc[0, "answer"]
+    ans.loc[1, "answer"] = np.nan
+    res = score_answers(key, ans)
+    assert (res["right"], res["wrong"], res["unsure"]) == (len(key) - 2, 1, 1)
+    assert res["wrong_tiles"] == [0] and res["unsure_tiles"] == [1]
+    assert sum(res[f"label{y}"]["right"] for y in (0, 1)) == res["right"]
+    out = tmp_path / "b.png"
+    run = subprocess.run([sys.executable, "-m", "tasks.threedpc.sheet", str(tiny), "--n", "3", "--tile", "32",
+                          "--blind", "--out", str(out)], capture_output=True, text=True)
+    assert run.returncode == 0 and out.is_file(), run.stderr
+    keyfile = tmp_path / "b.png.key.csv"
+    assert pd.read_csv(keyfile).file_name.tolist() == key.file_name.tolist()
+    ans.to_csv(tmp_path / "a.csv", index=False)
+    run = subprocess.run([sys.executable, "-m", "tasks.threedpc.sheet", str(tiny), "--score", str(tmp_path / "a.csv"),
+                          "--out", str(out)], capture_output=True, text=True)
+    assert run.returncode == 0 and '"wrong": 1' in run.stdout, run.stderr
+    ans.assign(answer=7).to_csv(tmp_path / "bad.csv", index=False)
+    run = subprocess.run([sys.executable, "-m", "tasks.threedpc.sheet", str(tiny), "--score", str(tmp_path / "bad.csv"),
+                          "--key", str(keyfile)], capture_output=True, text=True)
+    assert run.returncode == 2 and run.stderr.startswith("error:") and "other than 0, 1" in run.stderr
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("category", ["bench", "car", "chair", "couch", "hydrant", "laptop", "motorcycle", "plant",
                                       "suitcase", "umbrella"])

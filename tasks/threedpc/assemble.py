@@ -224,6 +224,8 @@ REJECTION_REASONS = {
     "pool_occluded": "candidate geometries with a blocked line of sight (kept in the pool, not rejections)",
     "pool_partial": "candidates between the visible and occluded thresholds (ray cast)",
     "pool_collides_with_object": "candidates whose props or supports touch the object",
+    "pool_visible_through_outline": "visible candidates whose sight line threads the object's outline (within "
+                                    "clear_margin of its footprint, below its top): a person cannot tell",
     "pool_props_too_close": "candidates whose props touch each other",
     "pool_outside_frustum_vertically": "candidates whose target is above/below the observer's view although it looks towards it",
     "unmatched": "not-visible candidates without a visible candidate of similar layout",

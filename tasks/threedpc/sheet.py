@@ -7,6 +7,11 @@ The first ``n`` tiles are label 0, the next ``n`` label 1 (VPT: 0 = the observer
 depth: 0 = the ball is nearer the viewer than the observer), drawn with a seeded sample. Each caption:
 tile index, label, VPT reason or depth gap, the observer's / ball's height on screen (pixels at the build's
 size) and the scene. Bad input prints ``error: ...`` and exits 2.
+
+``--blind`` makes a sheet for a rater who must not see the labels: the same sample in a seeded random order,
+each caption only the tile index, and the answer key written next to the PNG (``<out>.key.csv``: tile,
+file_name, label, reason, scene). ``--score answers.csv`` (columns tile, answer: 0, 1 or blank for unsure)
+scores a rater's answers against that key.
 """
 from __future__ import annotations
 
@@ -61,9 +66,49 @@ def caption(row, task: str) -> str:
     return f"{what} o{int(row.observer_height_px)} b{int(row.ball_height_px)} {str(row.scene)[:10]}"
 
 
+def blind_order(pick, seed: int = 0):
+    """``pick`` in a seeded random order (labels mixed), for a blind rater."""
+    return pick.sample(frac=1.0, random_state=seed + 1000)
+
+
+def answer_key(pick, task: str):
+    """The key of a blind sheet: one row per tile (tile, file_name, label, reason, scene)."""
+    import pandas as pd
+
+    _, lab = TASK_COLUMNS[task]
+    reason = pick.vpt_reason.astype(str) if task == "vpt" else pick.depth_gap.map(lambda g: f"{g:+.2f}")
+    return pd.DataFrame({"tile": np.arange(len(pick)), "file_name": pick.file_name.to_numpy(),
+                         "label": pick[lab].astype(int).to_numpy(), "reason": reason.to_numpy(),
+                         "scene": pick.scene.astype(str).to_numpy()})
+
+
+def score_answers(key, answers) -> dict:
+    """A rater's answers (tile, answer: 0/1, blank or NaN = unsure) against a blind sheet's key: counts of
+    right, wrong and unsure per label, and the tiles answered wrongly or left unsure."""
+    import pandas as pd
+
+    if not {"tile", "answer"} <= set(answers.columns):
+        raise ValueError(f"answers need columns 'tile' and 'answer'; got {list(answers.columns)}")
+    m = key.merge(answers[["tile", "answer"]], on="tile", how="left", validate="one_to_one")
+    ans = pd.to_numeric(m.answer, errors="coerce")
+    bad = ans.notna() & ~ans.isin([0, 1])
+    if bad.any():
+        raise ValueError(f"answers: tile(s) {m.tile[bad].tolist()} have answers other than 0, 1 or blank")
+    out = {"n": len(m), "right": int((ans == m.label).sum()), "wrong": int((ans.notna() & (ans != m.label)).sum()),
+           "unsure": int(ans.isna().sum())}
+    for y in (0, 1):
+        s = m.label == y
+        out[f"label{y}"] = {"right": int((ans[s] == y).sum()), "wrong": int((ans[s].notna() & (ans[s] != y)).sum()),
+                            "unsure": int(ans[s].isna().sum())}
+    out["wrong_tiles"] = m.tile[ans.notna() & (ans != m.label)].tolist()
+    out["unsure_tiles"] = m.tile[ans.isna()].tolist()
+    return out
+
+
 def contact_sheet(build: Path, task: str, split: str = "test", n: int = 40, seed: int = 0, cols: int = 10,
-                  tile: int = 192) -> np.ndarray:
-    """The sheet as a uint8 RGB array [rows·(tile+14), cols·tile, 3]: tiles resized to ``tile`` pixels."""
+                  tile: int = 192, blind: bool = False):
+    """The sheet as a uint8 RGB array [rows·(tile+14), cols·tile, 3]: tiles resized to ``tile`` pixels.
+    ``blind``: returns (sheet, answer key) with the tiles shuffled and captioned by index only."""
     from PIL import Image, ImageDraw
 
     from render.files import read_image
@@ -73,6 +118,8 @@ def contact_sheet(build: Path, task: str, split: str = "test", n: int = 40, seed
     pick = pick_images(md, task, split, n, seed)
     if not len(pick):
         raise ValueError(f"{build}: no {task} images in split {split!r}")
+    if blind:
+        pick = blind_order(pick, seed)
     rows = -(-len(pick) // cols)
     sheet = Image.new("RGB", (cols * tile, rows * (tile + 14)), "white")
     draw = ImageDraw.Draw(sheet)
@@ -80,8 +127,8 @@ def contact_sheet(build: Path, task: str, split: str = "test", n: int = 40, seed
         im = read_image(build / r.file_name).resize((tile, tile), Image.LANCZOS)
         x, y = (i % cols) * tile, (i // cols) * (tile + 14)
         sheet.paste(im, (x, y))
-        draw.text((x + 2, y + tile + 1), f"{i}: {caption(r, task)}", fill="black")
-    return np.asarray(sheet)
+        draw.text((x + 2, y + tile + 1), f"{i}" if blind else f"{i}: {caption(r, task)}", fill="black")
+    return (np.asarray(sheet), answer_key(pick, task)) if blind else np.asarray(sheet)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -95,8 +142,18 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--cols", type=int, default=10)
     ap.add_argument("--tile", type=int, default=192, help="tile size (pixels)")
-    ap.add_argument("--out", type=Path, required=True, help="PNG to write")
+    ap.add_argument("--out", type=Path, help="PNG to write (required unless --score)")
+    ap.add_argument("--blind", action="store_true", help="shuffled, captions without labels; key in <out>.key.csv")
+    ap.add_argument("--score", type=Path, metavar="ANSWERS_CSV",
+                    help="score a rater's answers (tile, answer) against --key (default: <out>.key.csv)")
+    ap.add_argument("--key", type=Path, help="a blind sheet's key, for --score")
     a = ap.parse_args(argv)
+    if a.score is not None:
+        _score_main(a)
+        return
+    if a.out is None:
+        print("error: --out is required (the PNG to write)", file=sys.stderr)
+        raise SystemExit(2)
     if not (a.build / "metadata.parquet").is_file() and not (a.build / "images").is_dir():
         print(f"error: {a.build}: no metadata.parquet or images/ (not a 3D-PC build folder)", file=sys.stderr)
         raise SystemExit(2)
@@ -104,12 +161,40 @@ def main(argv: list[str] | None = None) -> None:
         print(f"error: need --n >= 1, --cols >= 1, --tile >= 16 (got {a.n}, {a.cols}, {a.tile})", file=sys.stderr)
         raise SystemExit(2)
     try:
-        img = contact_sheet(a.build, a.task, a.split, a.n, a.seed, a.cols, a.tile)
+        img = contact_sheet(a.build, a.task, a.split, a.n, a.seed, a.cols, a.tile, blind=a.blind)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None
+    if a.blind:
+        from scenes.files import atomic_write_text
+
+        img, key = img
+        atomic_write_text(key_path(a.out), key.to_csv(index=False))
     save_png(a.out, img)
-    print(f"wrote {a.out} ({img.shape[1]}x{img.shape[0]})")
+    print(f"wrote {a.out} ({img.shape[1]}x{img.shape[0]})" + (f" and {key_path(a.out)}" if a.blind else ""))
+
+
+def key_path(out: Path) -> Path:
+    """Where a blind sheet's answer key goes: ``<out>.key.csv``."""
+    return out.with_name(out.name + ".key.csv")
+
+
+def _score_main(a) -> None:
+    import json
+
+    import pandas as pd
+
+    key_file = a.key or (key_path(a.out) if a.out else None)
+    if key_file is None or not key_file.is_file():
+        print(f"error: --score needs the blind sheet's key (--key, or --out of the sheet); {key_file} not found",
+              file=sys.stderr)
+        raise SystemExit(2)
+    try:
+        res = score_answers(pd.read_csv(key_file), pd.read_csv(a.score))
+    except (ValueError, pd.errors.ParserError) as e:
+        print(f"error: {a.score}: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+    print(json.dumps(res, indent=1))
 
 
 if __name__ == "__main__":
