@@ -682,7 +682,7 @@ def sample_matched_settings(scene, outcomes: list[str], rng: np.random.Generator
             continue
         if extensions < design.max_extensions:
             # rules 2.0 and 3.0 (the clearance disc) make occluded candidates rarer near small objects, and
-            # clear_margin visible twins of low occluded layouts (33 extensions over the 40 default scenes):
+            # clear_margin visible twins of low occluded layouts (35 extensions over the 40 default scenes):
             # before giving up, draw another pool's worth of candidates, up to design.max_extensions times
             extensions += 1
             counts["pool_extended"] += 1
