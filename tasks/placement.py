@@ -332,12 +332,13 @@ class MatchedDesign:
         target from 0.05 m). 0.6 since issue 10's look check (was 0.9): props spread wider than the viewer's
         field of view on large objects (cars, benches), so the framing could not zoom in on them.
     clear_margin: a visible candidate's sight line must keep ``clear_margin`` × the scene's reference viewer
-        orbit radius (≈ 0.12-0.2 m; what the viewer can resolve scales with its distance) from the object's
-        ground footprint (its convex hull, :func:`object_footprint`) wherever it is not that far above the
-        object's top (:func:`passes_over_footprint`); None keeps every visible candidate. Issue 10's contact sheet: a
-        positive whose line threads through the object's outline (under a seat, a canopy or a handle, past a
-        corner at the object's depth) cannot be read as visible by a person, however far the line clears
-        the mesh; with the rule, hard positives pass clearly beside the object or over its top.
+        orbit radius (0.11-0.20 m on the catalogue; what the viewer can resolve scales with its distance)
+        from the object's ground footprint (its convex hull, :func:`object_footprint`) wherever it is not
+        that far above the object's top (:func:`passes_over_footprint`); None keeps every visible candidate.
+        Issue 10's contact sheet: a positive whose line threads through the object's outline (under a seat,
+        a canopy or a handle, past a corner at the object's depth) cannot be read as visible by a person,
+        however far the line clears the mesh; with the rule, hard positives pass clearly beside the object
+        or over its top.
     max_extensions: extra pools of ``pool`` candidates drawn for a scene before the matched sampling gives up
         (the clearance rule makes visible twins of low occluded layouts rare on chairs and benches).
     """
@@ -424,6 +425,13 @@ def object_footprint(mesh) -> Footprint:
     v = np.asarray(mesh.vertices, float)
     eq = ConvexHull(v[:, :2]).equations  # a x + b y + d <= 0 inside, (a, b) unit
     return Footprint(eq[:, :2].copy(), -eq[:, 2].copy(), float(v[:, 2].max()))
+
+
+def design_footprint(scene, design) -> Footprint | None:
+    """The footprint ``draw_candidate`` checks visible candidates against, computed once per scene by its
+    callers: None when the design has no ``clear_margin`` or the scene no object mesh."""
+    obj = scene.meshes.get("object") if scene.meshes else None
+    return object_footprint(obj) if obj is not None and design.clear_margin is not None else None
 
 
 def clear_margin_m(scene, design) -> float:
@@ -614,8 +622,7 @@ def sample_matched_settings(scene, outcomes: list[str], rng: np.random.Generator
     if any(p != "visible" or n not in ("occluded", "out_of_view") for p, n in pairs):
         raise ValueError(f"outcomes must alternate 'visible' and 'occluded'/'out_of_view'; got {outcomes}")
     n_occ = sum(n == "occluded" for _, n in pairs)
-    obj = scene.meshes.get("object") if scene.meshes else None
-    fp = object_footprint(obj) if obj is not None and design.clear_margin is not None else None
+    fp = design_footprint(scene, design)
     pool: list[Candidate] = []
     draws = 0
     while draws < 4 * design.pool:
@@ -717,8 +724,9 @@ def sample_outcome(scene, outcome: str, rng: np.random.Generator, style: PropSty
     centre = (lo[:2] + hi[:2]) / 2
     want = "visible" if outcome == "out_of_view" else outcome
     counts: collections.Counter = collections.Counter()
+    fp = design_footprint(scene, design)
     for _ in range(max_tries):
-        c = draw_candidate(scene, rng, style, rules, design, counts)
+        c = draw_candidate(scene, rng, style, rules, design, counts, fp)
         if c is None or c.outcome != want:
             continue
         pl = turned_away(c.placement, rng, design, centre) if outcome == "out_of_view" else c.placement

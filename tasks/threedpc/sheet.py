@@ -94,15 +94,15 @@ def score_answers(key, answers) -> dict:
     bad = ans.notna() & ~ans.isin([0, 1])
     if bad.any():
         raise ValueError(f"answers: tile(s) {m.tile[bad].tolist()} have answers other than 0, 1 or blank")
-    out = {"n": len(m), "right": int((ans == m.label).sum()), "wrong": int((ans.notna() & (ans != m.label)).sum()),
-           "unsure": int(ans.isna().sum())}
-    for y in (0, 1):
-        s = m.label == y
-        out[f"label{y}"] = {"right": int((ans[s] == y).sum()), "wrong": int((ans[s].notna() & (ans[s] != y)).sum()),
-                            "unsure": int(ans[s].isna().sum())}
-    out["wrong_tiles"] = m.tile[ans.notna() & (ans != m.label)].tolist()
-    out["unsure_tiles"] = m.tile[ans.isna()].tolist()
-    return out
+    unsure = ans.isna()
+    right = ans == m.label
+    wrong = ~unsure & ~right
+
+    def counts(sel):
+        return {"right": int(right[sel].sum()), "wrong": int(wrong[sel].sum()), "unsure": int(unsure[sel].sum())}
+
+    return {"n": len(m), **counts(m.label.notna()), **{f"label{y}": counts(m.label == y) for y in (0, 1)},
+            "wrong_tiles": m.tile[wrong].tolist(), "unsure_tiles": m.tile[unsure].tolist()}
 
 
 def contact_sheet(build: Path, task: str, split: str = "test", n: int = 40, seed: int = 0, cols: int = 10,
@@ -191,7 +191,7 @@ def _score_main(a) -> None:
         raise SystemExit(2)
     try:
         res = score_answers(pd.read_csv(key_file), pd.read_csv(a.score))
-    except (ValueError, pd.errors.ParserError) as e:
+    except (OSError, ValueError, pd.errors.ParserError) as e:
         print(f"error: {a.score}: {e}", file=sys.stderr)
         raise SystemExit(2) from None
     print(json.dumps(res, indent=1))
