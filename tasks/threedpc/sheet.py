@@ -4,9 +4,10 @@ image can be answered the way its label says (issue 10's look check).
 ``python -m tasks.threedpc.sheet <build> --task vpt --split test --n 40 --out docs/img/threedpc_sheet_vpt.png``
 
 The first ``n`` tiles are label 0, the next ``n`` label 1 (VPT: 0 = the observer cannot see the ball;
-depth: 0 = the ball is nearer the viewer than the observer), drawn with a seeded sample. Each caption:
-tile index, label, VPT reason or depth gap, the observer's / ball's height on screen (pixels at the build's
-size) and the scene. Bad input prints ``error: ...`` and exits 2.
+depth: 0 = the ball is nearer the viewer than the observer), drawn with a seeded sample that takes one
+frame per setting before any setting's second (``--any-frames``: plain random frames). Each caption: tile
+index, label, VPT reason or depth gap, the observer's / ball's height on screen (pixels at the build's size)
+and the scene. Bad input prints ``error: ...`` and exits 2.
 
 ``--blind`` makes a sheet for a rater who must not see the labels: the same sample in a seeded random order,
 each caption only the tile index, and the answer key written next to the PNG (``<out>.key.csv``: tile,
@@ -44,16 +45,24 @@ def read_rows(build: Path):
     return md
 
 
-def pick_images(md, task: str, split: str, n: int, seed: int = 0):
-    """Up to ``n`` rows per label (0 then 1) of ``task``'s images in ``split``, sampled with ``seed``."""
+def pick_images(md, task: str, split: str, n: int, seed: int = 0, spread: bool = True):
+    """Up to ``n`` rows per label (0 then 1) of ``task``'s images in ``split``, sampled with ``seed``.
+
+    ``spread``: settings before frames — a second frame of a setting (scene, setting) is drawn only once
+    every setting of that label has one. The frames of a setting share its geometry and VPT label, so a
+    plain random sample over-weights some settings (in issue 10's blind ratings, 4 of one rater's 5 wrong
+    answers were frames of one setting); spread, the sheet checks as many geometries as it can."""
     import pandas as pd
 
     col, lab = TASK_COLUMNS[task]
     sel = md[md[col].astype(bool) & (md.split == split)]
     parts = []
     for k, y in enumerate((0, 1)):
-        g = sel[sel[lab] == y]
-        parts.append(g.sample(min(n, len(g)), random_state=seed + k))
+        g = sel[sel[lab] == y].sample(frac=1.0, random_state=seed + k)
+        if spread:
+            rank = g.groupby(["scene", "setting"], sort=False).cumcount().to_numpy()
+            g = g.iloc[np.argsort(rank, kind="stable")]
+        parts.append(g.iloc[:n])
     return pd.concat(parts)
 
 
@@ -106,16 +115,17 @@ def score_answers(key, answers) -> dict:
 
 
 def contact_sheet(build: Path, task: str, split: str = "test", n: int = 40, seed: int = 0, cols: int = 10,
-                  tile: int = 192, blind: bool = False):
+                  tile: int = 192, blind: bool = False, spread: bool = True):
     """The sheet as a uint8 RGB array [rows·(tile+14), cols·tile, 3]: tiles resized to ``tile`` pixels.
-    ``blind``: returns (sheet, answer key) with the tiles shuffled and captioned by index only."""
+    ``blind``: returns (sheet, answer key) with the tiles shuffled and captioned by index only. ``spread``:
+    one frame per setting first (:func:`pick_images`)."""
     from PIL import Image, ImageDraw
 
     from render.files import read_image
 
     build = Path(build)
     md = read_rows(build)
-    pick = pick_images(md, task, split, n, seed)
+    pick = pick_images(md, task, split, n, seed, spread)
     if not len(pick):
         raise ValueError(f"{build}: no {task} images in split {split!r}")
     if blind:
@@ -147,6 +157,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--score", type=Path, metavar="ANSWERS_CSV",
                     help="score a rater's answers (tile, answer) against --key (default: <out>.key.csv)")
     ap.add_argument("--key", type=Path, help="a blind sheet's key, for --score")
+    ap.add_argument("--any-frames", action="store_true",
+                    help="sample frames at random (default: one frame per setting before any setting's second)")
     a = ap.parse_args(argv)
     if a.score is not None:
         _score_main(a)
@@ -161,7 +173,8 @@ def main(argv: list[str] | None = None) -> None:
         print(f"error: need --n >= 1, --cols >= 1, --tile >= 16 (got {a.n}, {a.cols}, {a.tile})", file=sys.stderr)
         raise SystemExit(2)
     try:
-        img = contact_sheet(a.build, a.task, a.split, a.n, a.seed, a.cols, a.tile, blind=a.blind)
+        img = contact_sheet(a.build, a.task, a.split, a.n, a.seed, a.cols, a.tile, blind=a.blind,
+                            spread=not a.any_frames)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None
