@@ -268,6 +268,26 @@ def test_contact_sheet_cli(tiny, tmp_path):
     assert bad.returncode == 2 and bad.stderr.startswith("error:") and "Traceback" not in bad.stderr
 
 
+def test_contact_sheet_spreads_over_settings():
+    """The sheet's sample takes one frame per setting before any setting's second (frames of a setting
+    share its geometry): 3 settings × 5 frames per label, n=4 → 3 distinct settings then a repeat;
+    ``spread=False`` is a plain random sample."""
+    import pandas as pd
+
+    from tasks.threedpc.sheet import pick_images
+
+    md = pd.DataFrame([{"in_vpt": True, "split": "test", "vpt_label": y, "scene": f"s{y}", "setting": k,
+                        "frame": f, "file_name": f"{y}/{k}/{f}"}
+                       for y in (0, 1) for k in range(3) for f in range(5)])
+    pick = pick_images(md, "vpt", "test", 4)
+    for y in (0, 1):
+        g = pick[pick.vpt_label == y]
+        assert len(g) == 4 and g.setting.iloc[:3].nunique() == 3 and g.file_name.is_unique
+    assert pick.file_name.tolist() == pick_images(md, "vpt", "test", 4).file_name.tolist()  # seeded
+    plain = [pick_images(md, "vpt", "test", 3, seed=s, spread=False) for s in range(20)]
+    assert any(p[p.vpt_label == 0].setting.nunique() < 3 for p in plain)
+
+
 def test_blind_contact_sheet_and_scoring(tiny, tmp_path):
     """``--blind``: the same images shuffled, captions without labels, the key next to the PNG; ``--score``
     counts a rater's right, wrong and unsure answers per label against it; bad answers → error, exit 2."""
