@@ -26,6 +26,10 @@ GREEN = (0.1, 0.75, 0.15)
 RED = (0.85, 0.08, 0.06)
 LENS_COLOR = (0.08, 0.08, 0.09)       # the camera's lens barrel
 LENS_RING_COLOR = (0.82, 0.82, 0.8)   # and the ring at its front
+# the barrel's length in units of the camera's size (its width): 0.6 since issue 10's second blind rating
+# (was 0.4): raters misread the facing of cameras turned away from the viewer, whose short barrel is
+# foreshortened to a stub
+LENS_LENGTH = 0.6
 LIGHT_DIR = (0.45, -0.35, 0.82)
 AMBIENT = 0.45
 ARROW_SCALE = 1.6
@@ -92,7 +96,7 @@ class Observer:
 
     def _front_offset(self) -> float:
         s = self.size
-        return 0.5 * 0.6 * s + 0.4 * s if self.shape == "camera" else 0.6 * ARROW_SCALE * s
+        return 0.5 * 0.6 * s + LENS_LENGTH * s if self.shape == "camera" else 0.6 * ARROW_SCALE * s
 
     def camera(self, width: int, height: int, look_at=None, fov_deg: float | None = None):
         """A pinhole camera at the eye, looking forward (or at ``look_at``)."""
@@ -111,18 +115,18 @@ class Observer:
     def _build_mesh(self) -> trimesh.Trimesh:
         s = self.size
         if self.shape == "camera":
-            # body (depth 0.6 s along forward, width s, height 0.65 s), lens barrel 0.4 s long in front,
-            # a viewfinder hump on top: the barrel makes the viewing direction obvious from any side. The
-            # barrel is near-black and its front ring light grey (LENS_COLOR, LENS_RING_COLOR), as on a real
-            # camera: in green on green (until issue 10's blind ratings) raters misread the facing of cameras
-            # 17-23 px tall.
+            # body (depth 0.6 s along forward, width s, height 0.65 s), lens barrel LENS_LENGTH s long in
+            # front, a viewfinder hump on top: the barrel makes the viewing direction obvious from any side.
+            # The barrel is near-black and its front ring light grey (LENS_COLOR, LENS_RING_COLOR), as on a
+            # real camera: in green on green (until issue 10's blind ratings) raters misread the facing of
+            # cameras 17-23 px tall.
             body = trimesh.creation.box(extents=[0.6 * s, s, 0.65 * s])
-            lens = trimesh.creation.cylinder(radius=0.22 * s, height=0.4 * s, sections=32)
+            lens = trimesh.creation.cylinder(radius=0.22 * s, height=LENS_LENGTH * s, sections=32)
             lens.apply_transform(trimesh.transformations.rotation_matrix(math.pi / 2, [0, 1, 0]))
-            lens.apply_translation([0.3 * s + 0.2 * s, 0, 0])
+            lens.apply_translation([0.3 * s + 0.5 * LENS_LENGTH * s, 0, 0])
             ring = trimesh.creation.cylinder(radius=0.25 * s, height=0.06 * s, sections=32)
             ring.apply_transform(trimesh.transformations.rotation_matrix(math.pi / 2, [0, 1, 0]))
-            ring.apply_translation([0.3 * s + 0.37 * s, 0, 0])
+            ring.apply_translation([0.3 * s + (LENS_LENGTH - 0.03) * s, 0, 0])
             hump = trimesh.creation.box(extents=[0.3 * s, 0.3 * s, 0.15 * s])
             hump.apply_translation([0, 0, 0.4 * s])
             parts = [shade_vertices(m, self.color) for m in (body, hump)]

@@ -374,17 +374,67 @@ def test_footprint_rule_on_a_box():
     assert not passes_over_footprint((-2, 0.0, 0.3), (-0.9, 0.5, 0.3), fp, m)     # ends 0.4 m short of it
 
 
+def test_blocked_along_tube_on_a_box_a_post_and_a_table():
+    """``blocked_along_tube``: a line through the middle of a 1 x 1 x 0.8 m box stays blocked when shifted
+    0.2 m any way; one 0.35 m off its centre (0.15 m inside its side) or 0.65 m up (0.15 m under its top) is
+    not robustly blocked, one ending 0.1 m short of it not at all; a 4 cm post blocks the centre line only, and a table top
+    on legs does not block a line under it."""
+    import trimesh
+
+    from tasks.placement import blocked_along_tube
+
+    box = trimesh.creation.box((1.0, 1.0, 0.8))
+    box.apply_translation((0, 0, 0.4))
+    assert blocked_along_tube((-2, 0, 0.4), (2, 0, 0.4), box, 0.2)
+    assert blocked_along_tube((-2, 0.3, 0.4), (2, 0.3, 0.4), box, 0.05)
+    assert not blocked_along_tube((-2, 0.35, 0.4), (2, 0.35, 0.4), box, 0.2)
+    assert not blocked_along_tube((-2, 0, 0.65), (2, 0, 0.65), box, 0.2)
+    assert not blocked_along_tube((-2, 0, 0.4), (-0.6, 0, 0.4), box, 0.0)  # ends 0.1 m short of it
+    post = trimesh.creation.cylinder(radius=0.02, height=1.0)
+    post.apply_translation((0, 0, 0.5))
+    assert blocked_along_tube((-2, 0, 0.5), (2, 0, 0.5), post, 0.0)
+    assert not blocked_along_tube((-2, 0, 0.5), (2, 0, 0.5), post, 0.1)
+    top = trimesh.creation.box((1.0, 1.0, 0.05))
+    top.apply_translation((0, 0, 0.75))
+    legs = [trimesh.creation.box((0.05, 0.05, 0.75)) for _ in range(4)]
+    for leg, (x, y) in zip(legs, [(-0.45, -0.45), (-0.45, 0.45), (0.45, -0.45), (0.45, 0.45)]):
+        leg.apply_translation((x, y, 0.375))
+    table = trimesh.util.concatenate([top, *legs])
+    assert not blocked_along_tube((-2, 0, 0.3), (2, 0, 0.3), table, 0.1)
+    assert blocked_along_tube((-2, 0, 0.76), (2, 0, 0.76), table, 0.0)
+
+
+def test_clear_margin_scales_with_view_distance_capped_by_object_size():
+    """``clear_margin_m``: ``clear_margin`` × the reference orbit radius, capped at ``clear_margin_object`` ×
+    the object's radius (half its ground bounding-box diagonal) — the cap binds on small objects (hydrant_02:
+    0.35 × 0.52 m < 0.10 × 1.91 m), not on a bench; without it the orbit term alone."""
+    from scenes.load import load_scene
+    from tasks.placement import clear_margin_m
+
+    d = MatchedDesign()
+    for name, capped in (("hydrant_02", True), ("bench_02", False)):
+        sc = load_scene(name)
+        lo, hi = sc.object_bounds
+        by_view = d.clear_margin * sc.trajectory.radius
+        by_object = d.clear_margin_object * 0.5 * float(np.linalg.norm(np.asarray(hi[:2]) - lo[:2]))
+        assert (by_object < by_view) == capped
+        assert clear_margin_m(sc, d) == pytest.approx(min(by_view, by_object))
+        assert clear_margin_m(sc, MatchedDesign(clear_margin_object=None)) == pytest.approx(by_view)
+        assert clear_margin_m(sc, MatchedDesign(clear_margin=None)) == 0.0
+
+
 def test_visible_candidates_clear_the_object_outline():
     """The matched design's visible candidates pass clearly beside or over the object (``clear_margin`` × the
-    reference orbit radius, 0.14 m on chair_01), and the rule is what removes the others: the same draws
-    without it (the rule consumes no random numbers) keep exactly those it rejected as well."""
+    reference orbit radius, at most ``clear_margin_object`` × the object's radius: 0.24 m on chair_01), and the
+    rule is what removes the others: the same draws without it (the rule consumes no random numbers) keep
+    exactly those it rejected as well."""
     from scenes.load import load_scene
     from tasks.placement import clear_margin_m, object_footprint, passes_over_footprint
 
     sc = load_scene("chair_01")
     fp = object_footprint(sc.meshes["object"])
     m = clear_margin_m(sc, MatchedDesign())
-    assert 0.1 < m < 0.2
+    assert 0.2 < m < 0.3
     seen, counts = {}, {}
     for margin in (MatchedDesign().clear_margin, None):
         rng, counts[margin] = np.random.default_rng(3), collections.Counter()
@@ -402,7 +452,7 @@ def test_visible_candidates_clear_the_object_outline():
 def test_camera_lens_is_dark_with_a_light_ring():
     """The observer camera's parts ahead of its body (lens barrel and front ring) are not green: a near-black
     barrel and a light ring, so its facing reads at 20 px; the body and hump keep the observer's colour."""
-    from scenes.props import GREEN, LENS_COLOR, LENS_RING_COLOR, Observer
+    from scenes.props import GREEN, LENS_COLOR, LENS_LENGTH, LENS_RING_COLOR, Observer
 
     obs = Observer((0.0, 0.0, 0.0), yaw_deg=0.0, size=0.24)
     m = obs.mesh()
@@ -417,4 +467,5 @@ def test_camera_lens_is_dark_with_a_light_ring():
     dark = col[ahead].max(axis=1) <= max(LENS_COLOR) + 1e-6
     light = np.abs(chroma[ahead] - np.asarray(LENS_RING_COLOR) / max(LENS_RING_COLOR)).max(axis=1) < 0.05
     assert np.all(dark | light) and dark.sum() > 20 and light.sum() > 20
-    assert np.allclose(obs.eye, (0.7 * obs.size, 0, 0))  # the eye (line of sight) is unchanged: the lens front
+    assert np.allclose(obs.eye, ((0.3 + LENS_LENGTH) * obs.size, 0, 0))  # the eye (line of sight): the lens front
+    assert m.vertices[:, 0].max() == pytest.approx(obs.eye[0])

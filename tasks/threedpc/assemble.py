@@ -226,6 +226,8 @@ REJECTION_REASONS = {
     "pool_collides_with_object": "candidates whose props or supports touch the object",
     "pool_visible_through_outline": "visible candidates whose sight line threads the object's outline (within "
                                     "clear_margin of its footprint, below its top): a person cannot tell",
+    "pool_occluded_at_edge": "occluded candidates whose line the object blocks only near an edge (a copy "
+                             "shifted block_margin x clear_margin beside it passes): a person cannot tell",
     "pool_props_too_close": "candidates whose props touch each other",
     "pool_outside_frustum_vertically": "candidates whose target is above/below the observer's view although it looks towards it",
     "unmatched": "not-visible candidates without a visible candidate of similar layout",
