@@ -148,6 +148,25 @@ def test_cli_rejects_bad_config_and_other_output(tmp_path, tiny):
         build(config_from_dict({**TINY, "out": str(tiny), "seed": 1}), progress=False)
 
 
+def test_code_side_design_is_part_of_the_build_identity(tiny, monkeypatch):
+    """The build's identity (its config.json stamp and manifest) holds what the code fixes — label rule version,
+    matched design, lens length — so a build resumed by code with another lens or placement rule is refused,
+    not mixed with the old scenes."""
+    import scenes.props as props
+
+    from tasks.labels import LABEL_RULE_VERSION
+
+    cfg = config_from_dict({**TINY, "out": str(tiny)})
+    ident = cfg.identity()["design"]
+    assert ident["label_rule_version"] == LABEL_RULE_VERSION and ident["lens_length"] == props.LENS_LENGTH
+    assert ident["matched_design"]["clear_margin"] == pytest.approx(0.10)
+    assert json.loads((tiny / "manifest.json").read_text())["config"]["design"] == json.loads(json.dumps(ident))
+    monkeypatch.setattr(props, "LENS_LENGTH", 0.4)
+    assert cfg.identity()["design"]["lens_length"] == 0.4
+    with pytest.raises(ConfigError, match="different configuration"):
+        build(cfg, progress=False)
+
+
 def test_prop_distance_cue_is_reported(tiny):
     md = pd.read_parquet(tiny / "metadata.parquet")
     d = np.linalg.norm(md[["observer_x", "observer_y", "observer_z"]].to_numpy() - md[["ball_x", "ball_y", "ball_z"]].to_numpy(), axis=1)

@@ -141,11 +141,27 @@ class BuildConfig:
         return split
 
     def identity(self) -> dict[str, Any]:
-        """The fields that define the dataset's content (not how it is computed)."""
+        """The fields that define the dataset's content (not how it is computed), plus ``design``: what the
+        code fixes rather than the config (:func:`design_identity`), so that resuming a build written by code
+        with other prop geometry, placement rules or label rules is refused instead of mixing the two."""
         d = dataclasses.asdict(self)
         for k in ("out", "workers", "overwrite", "audit"):
             d.pop(k)
+        d["design"] = design_identity()
         return d
+
+
+def design_identity() -> dict[str, Any]:
+    """The code-side knobs a build's images and labels depend on: the label rule version, the matched
+    design's settings (``tasks.placement.MatchedDesign``) and the camera's lens length
+    (``scenes.props.LENS_LENGTH``) — each changed by issue 10's blind ratings without a config key."""
+    from scenes import props
+
+    from ..labels import LABEL_RULE_VERSION
+    from ..placement import MatchedDesign
+
+    return {"label_rule_version": LABEL_RULE_VERSION, "matched_design": dataclasses.asdict(MatchedDesign()),
+            "lens_length": float(props.LENS_LENGTH)}
 
 
 def _tuple(v):
