@@ -374,14 +374,15 @@ class MatchedDesign:
 
 
 def _blocked_rays(eye: np.ndarray, points: np.ndarray, mesh) -> np.ndarray:
-    """Per ray from ``eye`` to each point: True when ``mesh`` is hit before the point (as
-    :func:`tasks.labels.raycast_visible_fraction` decides it, ray by ray)."""
-    vec = points - eye
+    """Per ray from ``eye`` (one point (3,), or one per ray (n, 3)) to each point: True when ``mesh`` is hit
+    before the point (as :func:`tasks.labels.raycast_visible_fraction` decides it, ray by ray)."""
+    origins = np.array(np.broadcast_to(np.asarray(eye, float), np.shape(points)))
+    vec = points - origins
     dist = np.linalg.norm(vec, axis=1)
-    locs, idx, _ = mesh.ray.intersects_location(np.tile(eye, (len(points), 1)), vec / dist[:, None], multiple_hits=False)
+    locs, idx, _ = mesh.ray.intersects_location(origins, vec / dist[:, None], multiple_hits=False)
     blocked = np.zeros(len(points), bool)
     if len(idx):
-        blocked[idx] = np.linalg.norm(locs - eye, axis=1) < dist[idx] - 1e-4
+        blocked[idx] = np.linalg.norm(locs - origins[idx], axis=1) < dist[idx] - 1e-4
     return blocked
 
 
@@ -478,20 +479,13 @@ def blocked_along_tube(eye, target, mesh, radius: float, n: int = 8) -> bool:
     or a gap under it, hides the target — what a person can see (the negative twin of
     :func:`passes_over_footprint`)."""
     eye, target = np.asarray(eye, float), np.asarray(target, float)
-    d = target - eye
-    length = float(np.linalg.norm(d))
-    d = d / length
+    d = (target - eye) / np.linalg.norm(target - eye)
     a = np.cross(d, (0.0, 0.0, 1.0) if abs(d[2]) < 0.9 else (1.0, 0.0, 0.0))
     a /= np.linalg.norm(a)
     b = np.cross(d, a)
     ang = 2 * math.pi * np.arange(n) / n
-    origins = eye + radius * (np.cos(ang)[:, None] * a + np.sin(ang)[:, None] * b)
-    origins = np.vstack([eye, origins])
-    locs, idx, _ = mesh.ray.intersects_location(origins, np.tile(d, (len(origins), 1)), multiple_hits=False)
-    hit = np.zeros(len(origins), bool)
-    if len(idx):
-        hit[idx] = np.linalg.norm(locs - origins[idx], axis=1) < length
-    return bool(hit.all())
+    shifts = np.vstack([np.zeros(3), radius * (np.cos(ang)[:, None] * a + np.sin(ang)[:, None] * b)])
+    return bool(_blocked_rays(eye + shifts, target + shifts, mesh).all())
 
 
 @dataclasses.dataclass
