@@ -15,7 +15,10 @@ How each quantity is found (each can be given instead, :class:`FrameHints`; the 
   normal of a captured ground plane within 25° of it (a hand-held camera's mean up is a few degrees off
   gravity; a floor is not); (3) without cameras, a **captured ground**: the largest plane (RANSAC over the
   opaque Gaussians, refined by least squares) holding at least ``ground_min_share`` of them with nearly
-  everything else on one side of it (``one_sided``) and the rest of the scene standing over it; (4) else a
+  everything else on one side of it (``one_sided``) and the rest of the scene standing over it and rising from
+  it, within ``ground_within_deg`` of the convention prior — or at any angle when it is unmistakable (≥ 99% of
+  the rest above it, ≥ 20% of the Gaussians on it; how a randomly rotated scene is recovered): a flat object
+  (a guitar, body and neck in one plane) also makes a large, nearly one-sided plane; (4) else a
   **support plane** (a plinth's floor, the sliver of ground a cut-out kept): a one-sided plane within 30° of
   the convention prior; (5) else the **convention prior**: −y, the frame of COLMAP, INRIA 3DGS and the
   formats derived from them (``scenes.formats``).
@@ -191,6 +194,9 @@ class FrameParams:
     plane_tol: float = 0.006         # RANSAC inlier distance, × the scene's extent (diagonal of its 2-98% box)
     ground_min_share: float = 0.10   # a captured ground holds at least this share of the opaque Gaussians
     one_sided: float = 0.92          # share of the off-plane Gaussians on the object's side of a ground
+    ground_within_deg: float = 60.0  # a ground this close to the convention prior is taken as it is
+    sure_one_sided: float = 0.99     # ... a ground further from it needs nothing under it (this share above)
+    sure_share: float = 0.2          # ... and this share of the opaque Gaussians
     support_within_deg: float = 30.0  # a support plane's normal is at most this far from the prior up
     cameras_ground_within_deg: float = 25.0
     ground_reach: float = 1.6        # a captured ground is wide enough when it reaches this × (object radius + 1 m)
@@ -323,18 +329,25 @@ def _orient(plane: dict, points: np.ndarray, tol: float) -> tuple[dict, float]:
     return plane, pos
 
 
-def _stands_on(plane: dict, points: np.ndarray, tol: float) -> bool:
-    """The points above the plane stand over its inliers: the centre of the points above projects inside the
-    inliers' 5-95% extent along both in-plane axes."""
+def _stands_on(plane: dict, points: np.ndarray, tol: float, min_rise: float = 0.15) -> bool:
+    """The points above the plane stand on it as on a ground: their centre projects inside the inliers' 5-95%
+    extent along both in-plane axes, and they rise from it: their 99th-percentile height is at least
+    ``min_rise`` × the inliers' extent (2-98%, longest in-plane axis). A flat face of the object itself (a
+    guitar's body and neck, a table top) fails the second: what stands off it (strings, a stand's legs) is thin
+    compared with the face; a captured floor carries an object about as tall as a fifth of the floor's width or
+    more (0.45 on the catalogue; a flat object on a floor, rising less, falls back to the convention prior)."""
     b = _basis(plane["normal"])
     h = points @ plane["normal"] - plane["offset"]
     above = points[h > 3 * tol]
     inl = points[plane["inliers"]]
     if len(above) < 20 or len(inl) < 20:
         return False
-    uv_in, c = inl @ b[:2].T, np.median(above, 0) @ b[:2].T
+    uv_in = inl @ b[:2].T
+    c = np.median(above, 0) @ b[:2].T
     lo, hi = np.percentile(uv_in, 5, axis=0), np.percentile(uv_in, 95, axis=0)
-    return bool(np.all((c >= lo) & (c <= hi)))
+    width = float(np.max(np.percentile(uv_in, 98, axis=0) - np.percentile(uv_in, 2, axis=0)))
+    rise = float(np.percentile(h[h > 3 * tol], 99))
+    return bool(np.all((c >= lo) & (c <= hi)) and rise >= min_rise * width)
 
 
 def camera_up_and_focus(cameras) -> tuple[np.ndarray, np.ndarray]:
@@ -456,12 +469,17 @@ def estimate_frame(g: GaussianScene, cameras=None, hints: FrameHints = FrameHint
         else:
             up, up_source = cam_up, "cameras"
     else:
-        grounds = [p for p, side in oriented if p["share"] >= params.ground_min_share and ground_like(p, side)]
-        if grounds:
-            ground_plane = max(grounds, key=lambda p: p["share"])
+        prior = _unit(prior_up)
+        grounds = [(p, side) for p, side in oriented if p["share"] >= params.ground_min_share and ground_like(p, side)]
+        # a ground within ground_within_deg of the convention refines it; one far from it must be unmistakable
+        # (nothing under it): a real capture's file frame is rarely more than a camera's pitch off the convention,
+        # while a flat object (a guitar's body and neck) makes a large, nearly one-sided plane at any angle
+        near = [p for p, side in grounds if _angle_deg(p["normal"], prior) <= params.ground_within_deg]
+        sure = [p for p, side in grounds if side >= params.sure_one_sided and p["share"] >= params.sure_share]
+        if near or sure:
+            ground_plane = max(near or sure, key=lambda p: p["share"])
             up, up_source = _unit(ground_plane["normal"]), "ground_plane"
         else:
-            prior = _unit(prior_up)
             supports = [p for p, side in oriented if side >= params.one_sided
                         and _angle_deg(p["normal"], prior) < params.support_within_deg]
             if supports:

@@ -177,10 +177,10 @@ def ground_disc(frame: CanonicalFrame, radius: float, object_base: np.ndarray | 
 def load_capture(path: str | os.PathLike, frame: dict | None = None, seed: int = 0) -> Scene:
     """A scene file (any format ``scenes.formats`` reads) in the canonical frame; ``frame``: hints overriding
     the sidecar's (see the module docstring). Raises :class:`SceneError` naming the file and what is wrong."""
-    from .ply import load_scene_file
+    from .formats import read_scene_file
 
     path = str(path)
-    g = load_scene_file(path)
+    g = read_scene_file(path)
     if len(g) == 0:
         raise SceneError(f"{path}: no Gaussians (0 vertices); a scene needs at least one")
     side = read_sidecar(path)

@@ -12,20 +12,21 @@ import os
 from .capture import load_capture
 from .catalogue import build
 from .co3d import load_co3d_scene
+from .formats import is_scene_path
 from .gaussians import SceneError
 from .scene import Scene
 
 __all__ = ["is_file_spec", "load_scene"]
 
 SPEC_SUFFIXES = (".yaml", ".yml", ".json")
-SCENE_SUFFIXES = (".ply", ".splat", ".ksplat", ".spz", ".sog", ".pt", ".pth", ".ckpt")
 
 
 def is_file_spec(spec: str) -> bool:
-    """True when ``spec`` names a file or folder (a scene file, an unzipped SOG, a CO3D scene spec) rather than
-    a catalogue scene: it has a path separator or a scene/spec suffix, or exists."""
+    """True when ``spec`` names a file or folder (a scene file of any format, an unzipped SOG, a CO3D scene
+    spec) rather than a catalogue scene: a scene path (``scenes.formats.is_scene_path``), a path separator, a
+    spec suffix, or an existing path."""
     spec = str(spec)
-    return os.path.sep in spec or spec.lower().endswith(SCENE_SUFFIXES + SPEC_SUFFIXES) or os.path.exists(spec)
+    return is_scene_path(spec) or os.path.sep in spec or spec.lower().endswith(SPEC_SUFFIXES) or os.path.exists(spec)
 
 
 _CACHE: dict = {}
@@ -42,7 +43,7 @@ def load_scene(spec: str, seed: int = 0, frame: dict | None = None) -> Scene:
     catalogue's: treat the returned scene as read-only.
     """
     spec = str(spec)
-    if spec.lower().endswith(SPEC_SUFFIXES) and not os.path.isdir(spec):
+    if spec.lower().endswith(SPEC_SUFFIXES) and not is_scene_path(spec):
         return load_co3d_scene(spec)
     if is_file_spec(spec):
         if not os.path.exists(spec):

@@ -163,3 +163,61 @@ def test_ransac_finds_a_plane_among_clutter():
     clutter = rng.normal(0, 1, (3000, 3)) + 3 * n
     planes = ransac_planes(np.vstack([plane, clutter]), 0.02, rng)
     assert abs(abs(planes[0]["normal"] @ n) - 1) < 1e-6 and planes[0]["share"] > 0.6
+
+
+def test_inria_convention_with_a_tilted_ground_and_cameras(tmp_path):
+    """An INRIA-frame capture (up ≈ -y, here tilted 35° as a camera pitched down makes it): the captured ground
+    within 60° of the convention is taken; with an INRIA cameras.json beside the file, its cameras give up and
+    the object's centre, refined by the ground plane."""
+    import json
+
+    from scipy.spatial.transform import Rotation
+
+    sc = build("couch_02")
+    to_inria = np.eye(4)
+    to_inria[:3, :3] = Rotation.from_euler("x", -90 - 35, degrees=True).as_matrix() * 1.7
+    to_inria[:3, 3] = [0.3, -0.2, 2.0]
+    up_file = to_inria[:3, :3] @ [0, 0, 1.0] / 1.7
+    path = tmp_path / "point_cloud" / "iteration_30000" / "point_cloud.ply"
+    path.parent.mkdir(parents=True)
+    write_ply(moved(sc, to_inria), path)
+    fr = load_scene(str(path)).metadata["canonical"]
+    assert fr["up_source"] == "ground_plane" and np.degrees(np.arccos(np.dot(fr["up_file"], up_file))) < 0.5
+    # the INRIA trainer's cameras.json two folders up: camera-to-world rotation (rows) and position
+    cams = []
+    for cam in sc.trajectory.cameras(12, 64, 64):
+        c2w = to_inria @ np.vstack([np.hstack([cam.c2w[:3, :3] * 1.0, cam.c2w[:3, 3:]]), [0, 0, 0, 1]])
+        rot = c2w[:3, :3] / 1.7
+        cams.append({"id": len(cams), "img_name": f"{len(cams):05d}", "width": 64, "height": 64,
+                     "position": c2w[:3, 3].tolist(), "rotation": rot.tolist(), "fx": cam.fx, "fy": cam.fy})
+    (tmp_path / "cameras.json").write_text(json.dumps(cams))
+    import scenes.load
+
+    scenes.load._CACHE.clear()
+    loaded = load_scene(str(path))
+    fr = loaded.metadata["canonical"]
+    assert fr["up_source"] == "cameras+ground" and loaded.metadata["cameras_file"].endswith("cameras.json")
+    assert np.degrees(np.arccos(np.dot(fr["up_file"], up_file))) < 0.5
+    # the reference orbit follows the recorded cameras (catalogue orbit: ~1.2-1.7 m high around the object)
+    assert 1.0 < loaded.trajectory.height < 2.0
+
+
+def test_a_scene_without_structure_is_refused_by_the_cli(tmp_path):
+    """A scene whose frame cannot be estimated (too few opaque Gaussians) ends in one error line, exit 2, and no
+    output folder."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    rng = np.random.default_rng(0)
+    g = GaussianScene(rng.normal(size=(60, 3)), rng.normal(size=(60, 4)), np.full((60, 3), -3.0),
+                      np.full(60, -4.0), rng.normal(size=(60, 1, 3)))
+    write_ply(g, tmp_path / "faint.ply")
+    root = Path(__file__).resolve().parents[1]
+    r = subprocess.run([sys.executable, "-m", "render.trajectory", f"scene={tmp_path / 'faint.ply'}",
+                        f"out={tmp_path / 'out'}", "frames=2"], capture_output=True, text=True, cwd=root,
+                       env={**os.environ, "PYTHONPATH": str(root), "VANTAGE_CACHE": str(tmp_path / "cache")})
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.strip().startswith("error:") and "faint.ply" in r.stderr and "opacity" in r.stderr
+    assert not (tmp_path / "out").exists()
