@@ -442,10 +442,11 @@ def estimate_frame(g: GaussianScene, cameras=None, hints: FrameHints = FrameHint
     counts = np.bincount(lab[sv[sv >= 0]], minlength=n_lab + 1)
     counts[0] = 0
     big = counts >= max(20, params.floater_min_share * len(solid_idx))
-    # every Gaussian (any opacity) in or next to a voxel of a big cluster stays (a 3×3×3 dilation, separably)
+    # every Gaussian (any opacity) within two voxels of a big cluster stays (a 5×5×5 dilation, separably): the
+    # faint halo trained around surfaces is not a floater
     big_vox = big[lab].reshape(shape).astype(np.uint8)
     for axis in range(3):
-        big_vox = ndimage.maximum_filter1d(big_vox, 3, axis=axis, mode="constant")
+        big_vox = ndimage.maximum_filter1d(big_vox, 5, axis=axis, mode="constant")
     big_vox = big_vox.ravel().astype(bool)
     keep = np.zeros(len(g), bool)
     inside = vox >= 0
