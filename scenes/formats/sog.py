@@ -276,9 +276,12 @@ def _shn_palette(rows: np.ndarray, size: int, seed: int) -> tuple[np.ndarray, np
     return centroids, labels
 
 
-def encode_sog(scene: GaussianScene, *, sort: bool = True, seed: int = 0) -> dict[str, bytes]:
+def encode_sog(scene: GaussianScene, *, sort: bool = True, seed: int = 0,
+               means_range: tuple[list[float], list[float]] | None = None) -> dict[str, bytes]:
     """``scene`` → the SOG members ``{file name: bytes}`` (``meta.json`` + WebP images); see the module
-    docstring for the choices. ``seed`` seeds the SH palette's k-means (degree > 0 only)."""
+    docstring for the choices. ``seed`` seeds the SH palette's k-means (degree > 0 only). ``means_range`` =
+    ``(mins, maxs)`` in the log-mapped space replaces the scene's own range (to re-encode a file with its
+    bounds: a writer that truncates codes may never reach 65535, so the decoded positions span less)."""
     n = len(scene)
     if n == 0:
         raise SceneError(f"{scene.source}: no Gaussians to write (a SOG needs at least one)")
@@ -290,7 +293,7 @@ def encode_sog(scene: GaussianScene, *, sort: bool = True, seed: int = 0) -> dic
 
     x = scene.means.astype(np.float64)
     logx = np.sign(x) * np.log1p(np.abs(x))
-    mins, maxs = logx.min(0), logx.max(0)
+    mins, maxs = (logx.min(0), logx.max(0)) if means_range is None else (np.asarray(r, np.float64) for r in means_range)
     span = np.where(maxs > mins, maxs - mins, 1.0)
     v = np.clip(np.floor((logx - mins) / span * 65535.0 + 0.5), 0, 65535).astype(np.uint32)
     opaque = np.full((n, 1), 255, np.uint8)
