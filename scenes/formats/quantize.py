@@ -32,6 +32,15 @@ def alpha_to_logit(alpha: np.ndarray) -> np.ndarray:
     return np.log(a) - np.log1p(-a)
 
 
+def byte_table(decode) -> np.ndarray:
+    """``decode`` (float64 → float64) evaluated for the 256 byte values, as float32: decoding a byte field
+    is then one gather, ``byte_table(f)[bytes]``, equal to ``f(bytes).astype(float32)``."""
+    return np.asarray(decode(np.arange(256, dtype=np.float64)), np.float64).astype(np.float32)
+
+
+ALPHA_LOGITS = byte_table(lambda b: alpha_to_logit(b / 255.0))  # opacity byte → logit
+
+
 def sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-np.asarray(x, np.float64)))
 

@@ -49,13 +49,14 @@ import numpy as np
 
 from ..files import atomic_write_bytes, atomic_write_text, temp_name
 from ..gaussians import GaussianScene, SceneError
-from .quantize import (SMALLEST_THREE_SLOTS, alpha_to_logit, codebook_1d, codebook_index, morton_order, sigmoid,
-                       smallest_three)
+from .quantize import (ALPHA_LOGITS, SMALLEST_THREE_SLOTS, byte_table, codebook_1d, codebook_index, morton_order,
+                       sigmoid, smallest_three)
 from .registry import SceneFormat, register_format
 
 NAME = "sog"
 _SQRT2 = math.sqrt(2.0)
 _SH_COEFFS = {1: 3, 2: 8, 3: 15}
+_QUAT = byte_table(lambda b: (b / 255.0 * 2.0 - 1.0) / _SQRT2)  # stored quaternion byte → component
 
 
 class _Source:
@@ -168,7 +169,7 @@ def _codebook(src: _Source, meta: dict, key: str) -> np.ndarray:
         arr = np.zeros(0)
     if arr.ndim != 1 or len(arr) == 0 or not np.isfinite(arr).all():
         raise SceneError(f"{src.path}: meta.json '{key}.codebook' must be a list of finite numbers")
-    return arr
+    return arr.astype(np.float32)
 
 
 def _lookup(src: _Source, book: np.ndarray, idx: np.ndarray, what: str) -> np.ndarray:
@@ -187,9 +188,9 @@ def read_sog(path: str | os.PathLike) -> GaussianScene:
         meta = _meta(src)
         n = meta["count"]
         files = {k: meta[k]["files"] for k in ("means", "scales", "quats", "sh0")}
-        lo = _image(src, files["means"][0], "means (low bytes)", n).astype(np.uint32)
-        hi = _image(src, files["means"][1], "means (high bytes)", n).astype(np.uint32)
-        v = (lo[:, :3] | (hi[:, :3] << 8)).astype(np.float64) / 65535.0
+        lo = _image(src, files["means"][0], "means (low bytes)", n)[:, :3].astype(np.uint16)
+        hi = _image(src, files["means"][1], "means (high bytes)", n)[:, :3].astype(np.uint16)
+        v = (lo | (hi << 8)) / 65535.0
         mins, maxs = np.asarray(meta["means"]["mins"], np.float64), np.asarray(meta["means"]["maxs"], np.float64)
         span = np.where(maxs - mins != 0, maxs - mins, 1.0)  # as splat-transform: a zero range decodes to mins
         logv = mins + span * v
@@ -202,8 +203,8 @@ def read_sog(path: str | os.PathLike) -> GaussianScene:
             raise SceneError(f"{path}: {files['quats'][0]}: {len(bad)} of {n} texels have alpha outside 252-255 "
                              f"(the largest-component tag; first: Gaussian {bad[0]}, alpha {q[bad[0], 3]}); the image "
                              "is corrupt or not lossless")
-        rest = (q[:, :3].astype(np.float64) / 255.0 * 2.0 - 1.0) / _SQRT2
-        quats = np.empty((n, 4))
+        rest = _QUAT[q[:, :3]]
+        quats = np.empty((n, 4), np.float32)
         rows = np.arange(n)
         quats[rows[:, None], SMALLEST_THREE_SLOTS[tag]] = rest
         quats[rows, tag] = np.sqrt(np.maximum(0.0, 1.0 - (rest**2).sum(1)))
@@ -212,7 +213,7 @@ def read_sog(path: str | os.PathLike) -> GaussianScene:
         log_scales = _lookup(src, _codebook(src, meta, "scales"), s[:, :3], "scale")
         c = _image(src, files["sh0"][0], "colours and opacities", n)
         dc = _lookup(src, _codebook(src, meta, "sh0"), c[:, :3], "colour")
-        opacity = alpha_to_logit(c[:, 3] / 255.0)
+        opacity = ALPHA_LOGITS[c[:, 3]]
         sh = dc[:, None, :]
         degree = 0
         if meta.get("shN") is not None and meta["shN"].get("bands", 0):

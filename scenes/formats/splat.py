@@ -30,12 +30,14 @@ import numpy as np
 from ..files import atomic_write_bytes
 from ..gaussians import GaussianScene, SceneError
 from ..sh import C0
-from .quantize import alpha_to_logit, sigmoid
+from .quantize import ALPHA_LOGITS, byte_table, sigmoid
 from .registry import SceneFormat, register_format
 
 NAME = "splat"
 RECORD = np.dtype([("position", "<f4", 3), ("scale", "<f4", 3), ("rgba", "u1", 4), ("rot", "u1", 4)])
 assert RECORD.itemsize == 32
+_DC = byte_table(lambda b: (b / 255.0 - 0.5) / C0)  # colour byte → f_dc
+_QUAT = byte_table(lambda b: (b - 128.0) / 128.0)  # quaternion byte → component
 
 
 def read_splat(path: str | os.PathLike) -> GaussianScene:
@@ -50,18 +52,17 @@ def read_splat(path: str | os.PathLike) -> GaussianScene:
         raise SceneError(f"{path}: truncated or not a .splat file: {size} bytes is not a multiple of 32 (bytes per "
                          f"Gaussian); {size // 32} whole Gaussians and {size % 32} bytes left over")
     rec = np.fromfile(path, dtype=RECORD)
-    scale = rec["scale"].astype(np.float64)
-    bad = ~(np.isfinite(scale).all(1) & (scale > 0).all(1) & np.isfinite(rec["position"]).all(1))
-    if bad.any():
+    scale = rec["scale"]
+    if not ((scale > 0).all() and np.isfinite(scale).all() and np.isfinite(rec["position"]).all()):
+        bad = ~(np.isfinite(scale).all(1) & (scale > 0).all(1) & np.isfinite(rec["position"]).all(1))
         i = int(np.flatnonzero(bad)[0])
         raise SceneError(f"{path}: {int(bad.sum())} of {len(rec)} Gaussians have a non-finite position or a scale "
                          f"that is not a positive number (first: Gaussian {i}, scale {rec['scale'][i].tolist()}); "
                          "a .splat stores linear scales > 0 — is this really a .splat file?")
-    rgba = rec["rgba"].astype(np.float64) / 255.0
+    rgba = rec["rgba"]
     return GaussianScene(
-        means=rec["position"], quats=(rec["rot"].astype(np.float64) - 128.0) / 128.0,
-        log_scales=np.log(scale), opacity_logits=alpha_to_logit(rgba[:, 3]),
-        sh=((rgba[:, :3] - 0.5) / C0)[:, None, :], source=path,
+        means=rec["position"], quats=_QUAT[rec["rot"]], log_scales=np.log(scale),
+        opacity_logits=ALPHA_LOGITS[rgba[:, 3]], sh=_DC[rgba[:, :3]][:, None, :], source=path,
         metadata={"format": NAME, "sh_degree": 0},
     )
 
