@@ -192,7 +192,8 @@ def encode_spz(scene: GaussianScene, *, version: int = 3, fractional_bits: int =
         dropped, stored = smallest_three(xyzw, lambda v: np.sign(v) * mags(v) * _SQRT1_2 / 511.0)
         word = dropped.astype(np.uint32)
         for i in range(3):
-            word = (word << np.uint32(10)) | ((stored[:, i] < 0).astype(np.uint32) << np.uint32(9)) | mags(stored[:, i]).astype(np.uint32)
+            sign = (stored[:, i] < 0).astype(np.uint32) << np.uint32(9)
+            word = (word << np.uint32(10)) | sign | mags(stored[:, i]).astype(np.uint32)
         rot = word.astype("<u4").view(np.uint8).reshape(n, 4)
     else:
         u = xyzw / np.linalg.norm(xyzw, axis=1, keepdims=True)
