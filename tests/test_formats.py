@@ -262,6 +262,10 @@ def test_sog_sh_palette_by_kmeans_beats_no_sh(tmp_path):
     assert meta["shN"]["count"] == 2048
     err = np.sqrt(np.mean((r.sh[:, 1:] - s.sh[:, 1:]) ** 2))
     assert err < 0.5 * np.sqrt(np.mean(s.sh[:, 1:] ** 2))
+    big = in_range_scene(150_000, degree=3)  # a k-means of hours: refused before anything is written
+    with pytest.raises(SceneError, match="SH palette would need k-means over 150000 rows"):
+        write_scene_file(big, tmp_path / "big.sog")
+    assert not (tmp_path / "big.sog").exists()
 
 
 def test_sog_codes_are_idempotent(tmp_path):

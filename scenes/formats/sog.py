@@ -29,8 +29,9 @@ error (:func:`~scenes.formats.quantize.smallest_three`); codebooks by 1-D k-mean
 (:func:`~scenes.formats.quantize.codebook_1d`: the exact values when a quantity has ≤ 256 distinct values,
 so re-encoding a decoded file reproduces its codes); the SH palette by k-means on the coefficient rows
 (scipy ``kmeans2``, seeded, palette size as splat-transform: ``min(64, 2^⌊log2(N/1024)⌋)·1024``, or the
-distinct rows when there are no more than that — exact). The SH palette k-means is slow for millions of
-degree-3 Gaussians; degree 0 (the common case) writes a 1M scene in seconds.
+distinct rows when there are no more than that — exact). The SH palette k-means is only for modest scenes:
+beyond ~2e10 multiply-adds per pass (e.g. 100k Gaussians of degree 1) the writer stops with an error naming
+the alternatives; degree 0 (the common case) writes a 1M scene in well under a minute.
 
 Frame: the file's own (SOG keeps the PLY frame of the scene it was made from; usually COLMAP's, up ≈ −y).
 Recognised by content: a zip, folder or ``meta.json`` with a ``meta.json`` naming these images.
@@ -265,11 +266,19 @@ def _webp(texels: np.ndarray, width: int, height: int) -> bytes:
     return buf.getvalue()
 
 
-def _shn_palette(rows: np.ndarray, size: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+_KMEANS_BUDGET = 2e10  # multiply-adds of one k-means pass (rows × palette × dims) we accept: about a minute
+
+
+def _shn_palette(rows: np.ndarray, size: int, seed: int, source: str = "<scene>") -> tuple[np.ndarray, np.ndarray]:
     """Palette [P, D] and labels [N] for coefficient rows [N, D]: exact when ≤ ``size`` distinct rows."""
     uniq, inverse = np.unique(rows, axis=0, return_inverse=True)
     if len(uniq) <= size:
         return uniq, inverse.reshape(-1)
+    work = float(rows.shape[0]) * size * rows.shape[1]
+    if work > _KMEANS_BUDGET:
+        raise SceneError(f"{source}: the SOG writer's SH palette would need k-means over {rows.shape[0]} rows of "
+                         f"{rows.shape[1]} coefficients into {size} entries ({work:.1e} multiply-adds per pass, hours "
+                         "here); write scene.with_sh_degree(0) as SOG, or keep the SH in .ply / .compressed.ply / .spz")
     from scipy.cluster.vq import kmeans2, vq
 
     centroids, _ = kmeans2(rows.astype(np.float64), size, iter=10, minit="points", seed=seed)
@@ -325,7 +334,7 @@ def encode_sog(scene: GaussianScene, *, sort: bool = True, seed: int = 0,
         k1 = _SH_COEFFS[degree]
         coeffs = scene.sh[:, 1:, :].reshape(n, k1 * 3)
         size = max(1, int(min(64, 2 ** math.floor(math.log2(n / 1024))) * 1024))
-        palette, labels = _shn_palette(coeffs, min(size, 65536), seed)
+        palette, labels = _shn_palette(coeffs, min(size, 65536), seed, scene.source)
         book = codebook_1d(palette)
         idx = codebook_index(palette.reshape(len(palette), k1, 3), book)  # [P, k1, 3]
         prow = math.ceil(len(palette) / 64)
