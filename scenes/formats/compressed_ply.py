@@ -112,7 +112,15 @@ def _pack_rotation(quats: np.ndarray) -> np.ndarray:
 
     dropped, stored = smallest_three(quats, roundtrip)
     packed = [unorm_pack(stored[:, i] * _SQRT1_2 + 0.5, 10) for i in range(3)]
-    return (dropped.astype(np.uint32) << np.uint32(30)) | (packed[0] << np.uint32(20)) | (packed[1] << np.uint32(10)) | packed[2]
+    return _fields([dropped.astype(np.uint32), *packed], [30, 20, 10, 0])
+
+
+def _fields(values: list[np.ndarray], shifts: list[int]) -> np.ndarray:
+    """One uint32 word per row from bit fields: ``values[i] << shifts[i]``, or-ed together."""
+    word = np.zeros(len(values[0]), np.uint32)
+    for v, shift in zip(values, shifts):
+        word |= np.asarray(v, np.uint32) << np.uint32(shift)
+    return word
 
 
 def _lerp(lo: np.ndarray, hi: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -192,7 +200,7 @@ def encode_packed(scene: GaussianScene) -> tuple[np.ndarray, np.ndarray, np.ndar
         return np.where(x <= lo, 0.0, np.where(x >= hi, 1.0, t))
 
     def pack111011(t: np.ndarray) -> np.ndarray:
-        return (unorm_pack(t[:, 0], 11) << np.uint32(21)) | (unorm_pack(t[:, 1], 10) << np.uint32(11)) | unorm_pack(t[:, 2], 11)
+        return _fields([unorm_pack(t[:, 0], 11), unorm_pack(t[:, 1], 10), unorm_pack(t[:, 2], 11)], [21, 11, 0])
 
     rgb = scene.sh[:, 0, :].astype(np.float64) * C0 + 0.5
     p_lo, p_hi = bounds(scene.means)
@@ -209,8 +217,8 @@ def encode_packed(scene: GaussianScene) -> tuple[np.ndarray, np.ndarray, np.ndar
     vertex["packed_scale"] = pack111011(normalise(scene.log_scales, s_lo, s_hi))
     vertex["packed_rotation"] = _pack_rotation(scene.quats)
     t_rgb = normalise(rgb, c_lo, c_hi)
-    vertex["packed_color"] = ((unorm_pack(t_rgb[:, 0], 8) << np.uint32(24)) | (unorm_pack(t_rgb[:, 1], 8) << np.uint32(16))
-                              | (unorm_pack(t_rgb[:, 2], 8) << np.uint32(8)) | unorm_pack(sigmoid(scene.opacity_logits), 8))
+    bytes_ = [unorm_pack(t_rgb[:, i], 8) for i in range(3)] + [unorm_pack(sigmoid(scene.opacity_logits), 8)]
+    vertex["packed_color"] = _fields(bytes_, [24, 16, 8, 0])
     sh = None
     k1 = scene.sh.shape[1] - 1
     if k1:

@@ -32,6 +32,15 @@ def alpha_to_logit(alpha: np.ndarray) -> np.ndarray:
     return np.log(a) - np.log1p(-a)
 
 
+def byte_table(decode) -> np.ndarray:
+    """``decode`` (float64 → float64) evaluated for the 256 byte values, as float32: decoding a byte field
+    is then one gather, ``byte_table(f)[bytes]``, equal to ``f(bytes).astype(float32)``."""
+    return np.asarray(decode(np.arange(256, dtype=np.float64)), np.float64).astype(np.float32)
+
+
+ALPHA_LOGITS = byte_table(lambda b: alpha_to_logit(b / 255.0))  # opacity byte → logit
+
+
 def sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-np.asarray(x, np.float64)))
 
@@ -117,11 +126,13 @@ def smallest_three(quats: np.ndarray, roundtrip) -> tuple[np.ndarray, np.ndarray
     stored [N, 3])``: the dropped index and the three stored components (sign fixed so the dropped one is
     ≥ 0), before quantisation.
 
-    The usual rule drops the largest |component|. When two are nearly equal (about 0.2% of trained
-    Gaussians), quantising the others can make the reconstructed "largest" smaller than a stored one, and
-    the plain rule would then pick the other component when the decoded quaternion is encoded again. Here the
-    dropped component is the one whose code decodes closest to the quaternion (ties: the larger component),
-    which is the largest except in those near-ties; so re-encoding a decoded file gives its words back.
+    The usual rule drops the largest |component|, so that the stored ones lie in [−1/√2, 1/√2]. When two
+    are nearly equal (about 0.2% of trained Gaussians), quantising the others can make the reconstructed
+    "largest" smaller than a stored one, and the plain rule would then pick the other component when the
+    decoded quaternion is encoded again. Here, among the components whose dropping leaves the stored ones in
+    [−1/√2, 1/√2] (the largest always does; a near-tie gives two), the dropped one is the one whose code
+    decodes closest to the quaternion (ties: the larger component); so re-encoding a decoded file gives its
+    words back.
     """
     q = np.asarray(quats, np.float64)
     q = q / np.linalg.norm(q, axis=1, keepdims=True)
@@ -136,6 +147,8 @@ def smallest_three(quats: np.ndarray, roundtrip) -> tuple[np.ndarray, np.ndarray
         recon[:, SMALLEST_THREE_SLOTS[drop]] = got
         recon[:, drop] = np.sqrt(np.maximum(0.0, 1.0 - (got**2).sum(1)))
         errors[:, drop] = np.linalg.norm(recon - target, axis=1)
+        in_range = (np.abs(target[:, SMALLEST_THREE_SLOTS[drop]]) <= np.sqrt(0.5) + 1e-6).all(1)
+        errors[~in_range, drop] = np.inf
     best = errors.min(1, keepdims=True)
     # among choices as good as the best (to rounding), the largest component, as the plain rule
     score = np.where(errors <= best + 1e-12, np.abs(q), -1.0)

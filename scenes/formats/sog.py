@@ -29,8 +29,9 @@ error (:func:`~scenes.formats.quantize.smallest_three`); codebooks by 1-D k-mean
 (:func:`~scenes.formats.quantize.codebook_1d`: the exact values when a quantity has ≤ 256 distinct values,
 so re-encoding a decoded file reproduces its codes); the SH palette by k-means on the coefficient rows
 (scipy ``kmeans2``, seeded, palette size as splat-transform: ``min(64, 2^⌊log2(N/1024)⌋)·1024``, or the
-distinct rows when there are no more than that — exact). The SH palette k-means is slow for millions of
-degree-3 Gaussians; degree 0 (the common case) writes a 1M scene in seconds.
+distinct rows when there are no more than that — exact). The SH palette k-means is only for modest scenes:
+beyond ~2e10 multiply-adds per pass (e.g. 100k Gaussians of degree 1) the writer stops with an error naming
+the alternatives; degree 0 (the common case) writes a 1M scene in well under a minute.
 
 Frame: the file's own (SOG keeps the PLY frame of the scene it was made from; usually COLMAP's, up ≈ −y).
 Recognised by content: a zip, folder or ``meta.json`` with a ``meta.json`` naming these images.
@@ -49,13 +50,14 @@ import numpy as np
 
 from ..files import atomic_write_bytes, atomic_write_text, temp_name
 from ..gaussians import GaussianScene, SceneError
-from .quantize import (SMALLEST_THREE_SLOTS, alpha_to_logit, codebook_1d, codebook_index, morton_order, sigmoid,
-                       smallest_three)
+from .quantize import (ALPHA_LOGITS, SMALLEST_THREE_SLOTS, byte_table, codebook_1d, codebook_index, morton_order,
+                       sigmoid, smallest_three)
 from .registry import SceneFormat, register_format
 
 NAME = "sog"
 _SQRT2 = math.sqrt(2.0)
 _SH_COEFFS = {1: 3, 2: 8, 3: 15}
+_QUAT = byte_table(lambda b: (b / 255.0 * 2.0 - 1.0) / _SQRT2)  # stored quaternion byte → component
 
 
 class _Source:
@@ -168,7 +170,7 @@ def _codebook(src: _Source, meta: dict, key: str) -> np.ndarray:
         arr = np.zeros(0)
     if arr.ndim != 1 or len(arr) == 0 or not np.isfinite(arr).all():
         raise SceneError(f"{src.path}: meta.json '{key}.codebook' must be a list of finite numbers")
-    return arr
+    return arr.astype(np.float32)
 
 
 def _lookup(src: _Source, book: np.ndarray, idx: np.ndarray, what: str) -> np.ndarray:
@@ -187,9 +189,9 @@ def read_sog(path: str | os.PathLike) -> GaussianScene:
         meta = _meta(src)
         n = meta["count"]
         files = {k: meta[k]["files"] for k in ("means", "scales", "quats", "sh0")}
-        lo = _image(src, files["means"][0], "means (low bytes)", n).astype(np.uint32)
-        hi = _image(src, files["means"][1], "means (high bytes)", n).astype(np.uint32)
-        v = (lo[:, :3] | (hi[:, :3] << 8)).astype(np.float64) / 65535.0
+        lo = _image(src, files["means"][0], "means (low bytes)", n)[:, :3].astype(np.uint16)
+        hi = _image(src, files["means"][1], "means (high bytes)", n)[:, :3].astype(np.uint16)
+        v = (lo | (hi << 8)) / 65535.0
         mins, maxs = np.asarray(meta["means"]["mins"], np.float64), np.asarray(meta["means"]["maxs"], np.float64)
         span = np.where(maxs - mins != 0, maxs - mins, 1.0)  # as splat-transform: a zero range decodes to mins
         logv = mins + span * v
@@ -202,8 +204,8 @@ def read_sog(path: str | os.PathLike) -> GaussianScene:
             raise SceneError(f"{path}: {files['quats'][0]}: {len(bad)} of {n} texels have alpha outside 252-255 "
                              f"(the largest-component tag; first: Gaussian {bad[0]}, alpha {q[bad[0], 3]}); the image "
                              "is corrupt or not lossless")
-        rest = (q[:, :3].astype(np.float64) / 255.0 * 2.0 - 1.0) / _SQRT2
-        quats = np.empty((n, 4))
+        rest = _QUAT[q[:, :3]]
+        quats = np.empty((n, 4), np.float32)
         rows = np.arange(n)
         quats[rows[:, None], SMALLEST_THREE_SLOTS[tag]] = rest
         quats[rows, tag] = np.sqrt(np.maximum(0.0, 1.0 - (rest**2).sum(1)))
@@ -212,7 +214,7 @@ def read_sog(path: str | os.PathLike) -> GaussianScene:
         log_scales = _lookup(src, _codebook(src, meta, "scales"), s[:, :3], "scale")
         c = _image(src, files["sh0"][0], "colours and opacities", n)
         dc = _lookup(src, _codebook(src, meta, "sh0"), c[:, :3], "colour")
-        opacity = alpha_to_logit(c[:, 3] / 255.0)
+        opacity = ALPHA_LOGITS[c[:, 3]]
         sh = dc[:, None, :]
         degree = 0
         if meta.get("shN") is not None and meta["shN"].get("bands", 0):
@@ -264,11 +266,19 @@ def _webp(texels: np.ndarray, width: int, height: int) -> bytes:
     return buf.getvalue()
 
 
-def _shn_palette(rows: np.ndarray, size: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+_KMEANS_BUDGET = 2e10  # multiply-adds of one k-means pass (rows × palette × dims) we accept: about a minute
+
+
+def _shn_palette(rows: np.ndarray, size: int, seed: int, source: str = "<scene>") -> tuple[np.ndarray, np.ndarray]:
     """Palette [P, D] and labels [N] for coefficient rows [N, D]: exact when ≤ ``size`` distinct rows."""
     uniq, inverse = np.unique(rows, axis=0, return_inverse=True)
     if len(uniq) <= size:
         return uniq, inverse.reshape(-1)
+    work = float(rows.shape[0]) * size * rows.shape[1]
+    if work > _KMEANS_BUDGET:
+        raise SceneError(f"{source}: the SOG writer's SH palette would need k-means over {rows.shape[0]} rows of "
+                         f"{rows.shape[1]} coefficients into {size} entries ({work:.1e} multiply-adds per pass, hours "
+                         "here); write scene.with_sh_degree(0) as SOG, or keep the SH in .ply / .compressed.ply / .spz")
     from scipy.cluster.vq import kmeans2, vq
 
     centroids, _ = kmeans2(rows.astype(np.float64), size, iter=10, minit="points", seed=seed)
@@ -276,9 +286,12 @@ def _shn_palette(rows: np.ndarray, size: int, seed: int) -> tuple[np.ndarray, np
     return centroids, labels
 
 
-def encode_sog(scene: GaussianScene, *, sort: bool = True, seed: int = 0) -> dict[str, bytes]:
+def encode_sog(scene: GaussianScene, *, sort: bool = True, seed: int = 0,
+               means_range: tuple[list[float], list[float]] | None = None) -> dict[str, bytes]:
     """``scene`` → the SOG members ``{file name: bytes}`` (``meta.json`` + WebP images); see the module
-    docstring for the choices. ``seed`` seeds the SH palette's k-means (degree > 0 only)."""
+    docstring for the choices. ``seed`` seeds the SH palette's k-means (degree > 0 only). ``means_range`` =
+    ``(mins, maxs)`` in the log-mapped space replaces the scene's own range (to re-encode a file with its
+    bounds: a writer that truncates codes may never reach 65535, so the decoded positions span less)."""
     n = len(scene)
     if n == 0:
         raise SceneError(f"{scene.source}: no Gaussians to write (a SOG needs at least one)")
@@ -290,7 +303,7 @@ def encode_sog(scene: GaussianScene, *, sort: bool = True, seed: int = 0) -> dic
 
     x = scene.means.astype(np.float64)
     logx = np.sign(x) * np.log1p(np.abs(x))
-    mins, maxs = logx.min(0), logx.max(0)
+    mins, maxs = (logx.min(0), logx.max(0)) if means_range is None else (np.asarray(r, np.float64) for r in means_range)
     span = np.where(maxs > mins, maxs - mins, 1.0)
     v = np.clip(np.floor((logx - mins) / span * 65535.0 + 0.5), 0, 65535).astype(np.uint32)
     opaque = np.full((n, 1), 255, np.uint8)
@@ -321,7 +334,7 @@ def encode_sog(scene: GaussianScene, *, sort: bool = True, seed: int = 0) -> dic
         k1 = _SH_COEFFS[degree]
         coeffs = scene.sh[:, 1:, :].reshape(n, k1 * 3)
         size = max(1, int(min(64, 2 ** math.floor(math.log2(n / 1024))) * 1024))
-        palette, labels = _shn_palette(coeffs, min(size, 65536), seed)
+        palette, labels = _shn_palette(coeffs, min(size, 65536), seed, scene.source)
         book = codebook_1d(palette)
         idx = codebook_index(palette.reshape(len(palette), k1, 3), book)  # [P, k1, 3]
         prow = math.ceil(len(palette) / 64)
