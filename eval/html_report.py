@@ -282,6 +282,10 @@ def _mvh_section(trials, tables) -> Section | None:
             if not sb.empty:
                 sec.add("mvh_shape_bias", "Shape bias per category on cue-conflict images.", lambda: M.shape_bias(sb))
     if not bm.empty:
+        partial = bm[bm["missing"].astype(str) != ""]
+        if not partial.empty:
+            sec.note("Means over fewer datasets (not ranked; their bars say how many): " + "; ".join(
+                f"{r.observer}: {r.datasets} dataset(s), missing {r.missing}" for r in partial.itertuples()) + ".")
         sec.add("mvh_benchmark_bars", "The four model-vs-human metrics, mean over datasets (humans in red).",
                 lambda: M.benchmark_bars(bm))
         sec.add("mvh_benchmark_scatter", "The four metrics against each other (one point per observer).",

@@ -105,7 +105,7 @@ def consistency_tables_reference(trials: pd.DataFrame,
     excl = stats.excluded_conditions(aggregation)
     ec, ceil = [], []
     metrics = ("kappa", "c_obs", "acc_diff_sq")
-    for task, t in trials.groupby("task"):
+    for task, t in stats.one_condition(trials).groupby("task"):
         drop = excl.get(task, set())
         if drop:
             t = t[~t["condition"].map(stats.condition_code).isin(drop)]
@@ -242,6 +242,12 @@ def run_stats(c: dict) -> Path:
               "shape_bias": "Shape bias on cue-conflict images",
               "task_differences": "Paired sign-flip tests between tasks", "imagenet_correlation":
               "Correlation with ImageNet top-1"}
+    bm = tables.get("benchmark_mean")
+    if bm is not None and not bm.empty and (bm["missing"].astype(str) != "").any():
+        parts.append("\n**Incomplete benchmark means** (each averages only the datasets it has all four metrics "
+                     "for; not ranked): " + "; ".join(
+                         f"`{r.observer}` over {r.datasets} dataset(s), missing {r.missing}"
+                         for r in bm.itertuples() if str(r.missing)) + ".\n")
     for name, df in tables.items():
         shown = df
         if name == "error_consistency" and not df.empty:

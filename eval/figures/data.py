@@ -204,15 +204,18 @@ def level_consistency(trials: pd.DataFrame) -> pd.DataFrame:
 def benchmark_means(per_dataset: pd.DataFrame | None) -> pd.DataFrame:
     """The model-vs-human metrics averaged over the model-vs-human datasets only: the ``benchmark`` table of
     ``eval stats`` (one row per dataset × observer) without 3D-PC tasks (``eval stats`` with 3D-PC human data
-    computes the same metrics there, but they are not OOD generalisation). Mean over datasets per observer,
-    as ``eval.stats.benchmark_tables`` does; ``datasets`` counts them."""
-    cols = ["observer", "observer_type", "kappa", "c_obs", "acc_diff_sq", "ood_accuracy", "datasets"]
+    computes the same metrics there, but they are not OOD generalisation), averaged as
+    ``eval.stats.benchmark_means`` does: ``datasets`` counts the datasets a mean covers, ``missing`` names
+    the benchmark datasets it lacks."""
+    from ..stats import benchmark_means as means_over_datasets
+
+    cols = ["observer", "observer_type", "kappa", "c_obs", "acc_diff_sq", "ood_accuracy", "datasets", "missing"]
     if per_dataset is None or per_dataset.empty:
         return pd.DataFrame(columns=cols)
     t = per_dataset[~per_dataset["task"].astype(str).str.startswith("3dpc/")]
-    return t.groupby(["observer", "observer_type"], as_index=False, sort=False).agg(
-        kappa=("kappa", "mean"), c_obs=("c_obs", "mean"), acc_diff_sq=("acc_diff_sq", "mean"),
-        ood_accuracy=("ood_accuracy", "mean"), datasets=("task", "nunique"))[cols]
+    if t.empty:
+        return pd.DataFrame(columns=cols)
+    return means_over_datasets(t if "aggregation" in t else t.assign(aggregation=""))[cols]
 
 
 def _cue_conflict_cues(item_id: str) -> tuple[str, str]:

@@ -96,7 +96,11 @@ def benchmark_bars(means: pd.DataFrame, max_bars: int = 40):
             d = pd.concat([hum, mod]).sort_values(metric, ascending=not asc)
             colours = [HUMAN if t == "human" else colour(0) for t in d["observer_type"]]
             ax.barh(np.arange(len(d)), d[metric], color=colours, height=0.75, gid="bars")
-            ax.set_yticks(np.arange(len(d)), [str(o).split(":")[-1][:28] for o in d["observer"]], fontsize=4.5)
+            # a mean over fewer datasets than the others' says so in its label (``missing``: benchmark_means)
+            short = [str(o).split(":")[-1][:28] + (f" ({n} datasets)" if str(miss or "") else "")
+                     for o, n, miss in zip(d["observer"], d.get("datasets", [0] * len(d)),
+                                           d.get("missing", [""] * len(d)))]
+            ax.set_yticks(np.arange(len(d)), short, fontsize=4.5)
             ax.set_title(title + (f" (best {max_bars} models)" if len(means) - len(hum) > max_bars else ""))
             ax.tick_params(axis="y", length=0)
     return fig
