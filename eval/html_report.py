@@ -115,6 +115,35 @@ def _task_info(task: Path | None) -> dict:
     return info
 
 
+def stats_split(out: Path, tables: dict) -> str | None:
+    """The split the statistics tables in ``out`` were computed on: ``stats.json`` (written by ``eval stats``),
+    else the one split of the model rows of its ``observers`` table; ``None`` when there are none."""
+    f = out / "stats.json"
+    if f.is_file():
+        try:
+            return json.loads(f.read_text()).get("split")
+        except ValueError:
+            pass
+    obs = tables.get("observers")
+    if obs is not None and not obs.empty and "split" in obs:
+        splits = set(obs.loc[obs["observer_type"] == "model", "split"].astype(str))
+        if len(splits) == 1:
+            return splits.pop()
+    return None
+
+
+def report_split(split: str | None, out: Path, tables: dict) -> str:
+    """One split per report: ``split`` (``None``: the statistics' split, else ``test``). A split other than
+    the one the statistics tables in ``out`` were computed on is refused: the page would draw one split's
+    model accuracies against another split's noise floor and human band (issue 34)."""
+    have = stats_split(out, tables)
+    if split and have and split != have:
+        raise ValueError(f"split={split}: the statistics in {out} were computed on split={have} (python -m eval "
+                         f"stats ... split={have}); one split per report: run python -m eval report ... "
+                         f"split={have}, or python -m eval stats ... split={split} first")
+    return split or have or "test"
+
+
 def _versions() -> dict:
     from importlib import metadata
 
@@ -393,7 +422,7 @@ def build_report(c: dict, tables: dict | None = None, trials: pd.DataFrame | Non
         raise FileNotFoundError(f"results={res}: no such folder")
     out = Path(c["out"]) if c.get("out") else res / "stats"
     out.mkdir(parents=True, exist_ok=True)
-    split, ci, seed = c.get("split") or "test", float(c.get("ci") or 0.95), int(c.get("seed") or 0)
+    split, ci, seed = c.get("split") or None, float(c.get("ci") or 0.95), int(c.get("seed") or 0)
     task = Path(c["task"]) if c.get("task") else None
     if task is not None and not task.is_dir():
         raise FileNotFoundError(f"task={task}: no such folder (the dataset the results were computed on)")
@@ -407,6 +436,7 @@ def _write_report(c, res: Path, out: Path, task, split, ci, seed, tables, trials
     from .results import read_results
 
     tables = dict(tables) if tables is not None else read_stats_tables(out)
+    split = report_split(split, out, tables)
     summary = read_results(res, "summary") if summary is None else summary
     if trials is None:
         trials = read_trials(res)
@@ -448,7 +478,7 @@ def _write_report(c, res: Path, out: Path, task, split, ci, seed, tables, trials
     toc = "".join(f"<li><a href='#s{i}'>{html.escape(s.title)}</a></li>" for i, s in enumerate(sections))
     parts.append(f"<ul><li><a href='#prov'>Provenance</a></li><li><a href='#tables'>Summary tables</a></li>{toc}</ul>")
     parts.append(_provenance_html(res, summary, trials, tables, task, c, out))
-    parts.append(_tables_html(summary, tables, ci))
+    parts.append(_tables_html(summary, tables, ci, split))
     if not sections:
         parts.append("<p class='note'>No figure: these results hold no task the figures cover.</p>")
     figs = [item for sec in sections for item in sec.items if isinstance(item, Fig)]
@@ -515,13 +545,15 @@ def _provenance_html(res: Path, summary, trials, tables, task, c, out: Path) -> 
     return "\n".join(p)
 
 
-def _tables_html(summary, tables, ci) -> str:
+def _tables_html(summary, tables, ci, split: str) -> str:
     from .probe import seed_summary
 
     p = ["<h2 id='tables'>Summary tables</h2><p>Click a column header to sort.</p>"]
     seeds = tables.get("seed_summary")
     if (seeds is None or seeds.empty) and not summary.empty:
         seeds = seed_summary(summary, ci)
+    if seeds is not None and not seeds.empty:  # the report's split (VPT-Strategy: its own), as the figures
+        seeds = seeds[(seeds["split"] == split) | (seeds["split"] == "strategy")]
     shown = [("Accuracy across seeds", seeds, ["observer", "task", "method", "split", "seeds", "accuracy_mean",
                                                "accuracy_ci_low", "accuracy_ci_high", "balanced_accuracy_mean"]),
              ("Observers (accuracy, noise floor)", tables.get("observers"),

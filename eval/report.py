@@ -24,6 +24,7 @@ or a table already in the trial schema) and a zoo list with ImageNet top-1, and 
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 
 import numpy as np
@@ -223,6 +224,10 @@ def run_stats(c: dict) -> Path:
         tables["imagenet_correlation"] = stats.correlate_with_imagenet(label_runs(summary)[0], zoo, split=split)
     for name, df in tables.items():
         write_table(df, out / name)
+    # what the tables were computed on: eval report draws the same split or refuses (one split per report)
+    atomic_write_text(out / "stats.json", json.dumps({"split": split, "aggregation": aggregation,
+                                                      "results": str(res), "humans": c.get("humans")},
+                                                     indent=1, default=str))
     parts = [f"# Statistics for `{res}`\n", f"Split: `{split}`; bootstrap {n_boot} resamples of n items; "
              f"noise floor from {n_perm} label permutations; CI level {ci}.\n"]
     mixed = identities[identities["mixed"]] if not identities.empty else identities
@@ -250,6 +255,8 @@ def run_stats(c: dict) -> Path:
                          for r in bm.itertuples() if str(r.missing)) + ".\n")
     for name, df in tables.items():
         shown = df
+        if name == "seed_summary" and not df.empty:  # the report's split (VPT-Strategy: its own)
+            shown = df[(df["split"] == split) | (df["split"] == "strategy")]
         if name == "error_consistency" and not df.empty:
             shown = df.groupby(["task", "method", "observer"], as_index=False).agg(
                 kappa_mean=("kappa", "mean"), c_obs_mean=("c_obs", "mean"), acc_diff_sq_mean=("acc_diff_sq", "mean"),

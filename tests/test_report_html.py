@@ -228,3 +228,29 @@ def test_mindset_tables_from_the_methods_columns_feed_the_figures():
     bias = D.decoder_bias(out["decoder"])
     assert np.isclose(bias.loc[bias["condition"] == "y", "bias"].iloc[0], -1.0)
     assert np.isclose(bias.loc[bias["condition"] == "x", "bias"].iloc[0], 0.5)
+
+
+# ------------------------------------------------------------------------------------------ issue 34
+
+
+def test_one_split_per_report_after_stats_on_the_human_split(tmp_path):
+    """``eval stats split=human`` then ``eval report`` (the README's order) drew test-split model accuracies
+    against the human split's noise floor and band, the header saying one split and the table another. Now
+    the report takes the statistics' split, and a different one is refused."""
+    trials, summary, _ = S.threedpc_tables(n_models=3, n_test=30, n_human_items=12, n_scenes=2, seeds=(0,),
+                                           n_humans=2)
+    res = tmp_path / "r"
+    keep = trials["task"] == "3dpc/vpt"
+    write_results(res, trials[keep], summary[summary["task"] == "3dpc/vpt"])
+    trials[keep & (trials["observer_type"] == "human")].to_parquet(tmp_path / "humans.parquet")
+    run_stats({"results": str(res), "humans": str(tmp_path / "humans.parquet"), "humans_format": "trials",
+               **{**STATS, "split": "human"}})
+    page = build_report({"results": str(res)}).read_text()  # no split given: the statistics' split
+    assert "split <code>human</code>" in page and "split human;" in page  # header and the figure's caption
+    start = page.index("<h3>Accuracy across seeds</h3>")
+    seeds = page[start:page.index("<h3>", start + 5)]
+    assert seeds.count("<td>human</td>") == 3 and "<td>test</td>" not in seeds  # 3 models, the human split only
+    assert "split test" not in page and "<td>test</td>" not in page
+    with pytest.raises(ValueError, match="computed on split=human.*one split per report"):
+        build_report({"results": str(res), "split": "test"})
+    assert build_report({"results": str(res), "split": "human"}).is_file()
