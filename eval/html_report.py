@@ -38,7 +38,7 @@ import pandas as pd
 from .figures import data as D
 
 STATS_TABLES = ("identities", "seed_summary", "observers", "error_consistency", "human_ceiling", "benchmark",
-                "benchmark_mean", "task_differences", "imagenet_correlation")
+                "benchmark_mean", "task_differences", "imagenet_correlation", "similarity_summary", "decoder_summary")
 VERSIONED = ("numpy", "pandas", "scipy", "matplotlib", "pyarrow", "torch", "torchvision", "timm", "open_clip_torch",
              "scikit-learn", "hydra-core")
 
@@ -93,20 +93,23 @@ def _task_info(task: Path | None) -> dict:
     and what its manifest or annotation table records."""
     if task is None:
         return {}
+    from .tasks import _manifest_digest
+
     info: dict = {"folder": str(task)}
     man = task / "manifest.json"
-    if man.is_file():
-        from .tasks import _manifest_digest
-
-        m = json.loads(man.read_text())
+    m = json.loads(man.read_text()) if man.is_file() else None
+    if m is not None and (task / "metadata.parquet").is_file():  # a 3D-PC build (as eval.tasks detects it)
+        images = m.get("images")
         info.update(kind="3D-PC build", manifest_digest=_manifest_digest(m), seed=m.get("seed"),
                     vantage_version=m.get("vantage_version"), label_rule_version=m.get("label_rule_version"),
-                    images=len(m.get("images") or {}), counts=m.get("counts"))
-    elif (task / "annotations.parquet").is_file():
+                    images=len(images) if isinstance(images, (dict, list)) else images, counts=m.get("counts"))
+    elif (task / "annotations.parquet").is_file():  # a generated 2D dataset (its manifest counts images)
         ann = pd.read_parquet(task / "annotations.parquet")
         info.update(kind="generated 2D dataset", images=len(ann),
                     dataset=sorted(map(str, ann["dataset"].unique())) if "dataset" in ann else None,
                     conditions=int(ann["condition"].nunique()) if "condition" in ann else None)
+        if m is not None:
+            info.update(manifest_digest=_manifest_digest(m), seed=m.get("seed"))
         cfg = task / "config.json"
         if cfg.is_file():
             info["config"] = json.loads(cfg.read_text())
@@ -281,7 +284,7 @@ def _threedpc_section(summary, trials, tables, zoo, humans, split, ci, seed) -> 
     return sec
 
 
-def _mvh_section(trials, tables) -> Section | None:
+def _mvh_section(trials, tables, summary=None) -> Section | None:
     from .figures import mvh as M
 
     t = trials[~trials["task"].astype(str).str.startswith("3dpc/")]
@@ -293,9 +296,10 @@ def _mvh_section(trials, tables) -> Section | None:
         return None
     sec = Section("model-vs-human: out-of-distribution generalisation")
     if not t.empty:
-        acc = D.level_accuracy(t)
+        acc = D.level_accuracy(t, D.task_chance(t, summary))
         sec.add("mvh_accuracy_vs_level", "Accuracy at each distortion level, one panel per dataset; humans in red "
-                "(mean, band = range over observers); dashed: chance (1/16).", lambda: M.accuracy_vs_level(acc))
+                "(mean, band = range over observers); dashed: chance (1 / the number of classes).",
+                lambda: M.accuracy_vs_level(acc))
         if (t["observer_type"] == "human").any():
             k = D.level_consistency(t)
             sec.add("mvh_consistency_vs_level", "Error consistency κ with humans at each level; red: human-human "
@@ -452,8 +456,10 @@ def _write_report(c, res: Path, out: Path, task, split, ci, seed, tables, trials
         from .zoo import zoo_table
 
         zoo = zoo_table(c["zoo"])
-    if trials.empty and summary.empty:
-        raise ValueError(f"results={res}: no trials or summaries (run python -m eval probe ... out={res} first)")
+    mind = _mindset_tables(res)
+    if trials.empty and summary.empty and not mind:
+        raise ValueError(f"results={res}: no trials or summaries, and no similarity or decoder results (run "
+                         f"python -m eval probe|ood|decoder|similarity ... out={res} first)")
 
     if (tables.get("seed_summary") is None or tables["seed_summary"].empty) and not summary.empty:
         from .probe import seed_summary
@@ -463,9 +469,9 @@ def _write_report(c, res: Path, out: Path, task, split, ci, seed, tables, trials
     sections = [s for s in (
         _accuracy_section(summary, tables, humans, split, ci),
         _threedpc_section(summary, trials, tables, zoo, humans, split, ci, seed),
-        _mvh_section(trials, tables),
+        _mvh_section(trials, tables, summary),
         _psychophysics_section(trials),
-        _mindset_section(_mindset_tables(res), ci, seed),
+        _mindset_section(mind, ci, seed),
     ) if s is not None]
 
     fig_dir = out / "figures"
@@ -562,7 +568,11 @@ def _tables_html(summary, tables, ci, split: str) -> str:
              ("Model-vs-human metrics, mean over datasets", tables.get("benchmark_mean"), None),
              ("Human-human error consistency (ceiling)", tables.get("human_ceiling"), None),
              ("Correlation with ImageNet top-1", tables.get("imagenet_correlation"), None),
-             ("Paired sign-flip tests between tasks", tables.get("task_differences"), None)]
+             ("Paired sign-flip tests between tasks", tables.get("task_differences"), None),
+             ("Similarity judgment (MindSet): mean distance per level and layer", tables.get("similarity_summary"),
+              ["model_id", "task", "layer", "comparison_level", "mean_distance", "ci_low", "ci_high", "n"]),
+             ("Decoders (MindSet): accuracy or RMSE", tables.get("decoder_summary"),
+              ["model_id", "task", "feature", "condition", "target", "metric", "value", "ci_low", "ci_high", "n"])]
     for title, df, cols in shown:
         if df is None or df.empty:
             continue

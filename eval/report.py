@@ -170,6 +170,21 @@ def task_differences(summary: pd.DataFrame, split: str, seed: int) -> pd.DataFra
     return pd.DataFrame(rows)
 
 
+MINDSET_SUMMARIES = ("similarity_summary", "decoder_summary")
+
+
+def mindset_summaries(results: Path) -> dict[str, pd.DataFrame]:
+    """The summary tables ``eval similarity`` and ``eval decoder`` append to ``results`` (those present):
+    MindSet results that are not decisions (distances, regression read-outs) have no trial rows, but are
+    results all the same — ``eval stats`` reports them and ``eval report`` draws their figures."""
+    out = {}
+    for kind in MINDSET_SUMMARIES:
+        parts = sorted((Path(results) / kind).glob("*.parquet"))
+        if parts:
+            out[kind] = pd.concat([pd.read_parquet(q) for q in parts], ignore_index=True)
+    return out
+
+
 def _md(df: pd.DataFrame, floatfmt: str = "{:.3f}") -> str:
     if df is None or df.empty:
         return "_none_\n"
@@ -203,9 +218,11 @@ def run_stats(c: dict) -> Path:
     humans = _humans(c)
     if humans is not None:
         trials = pd.concat([trials, humans], ignore_index=True)
-    if trials.empty:
-        raise ValueError(f"results={res}: no trials (run python -m eval probe ... out={res} first)")
-    split = c.get("split", "test")
+    mindset = mindset_summaries(res)
+    if trials.empty and not mindset:
+        raise ValueError(f"results={res}: no trials, and no similarity or decoder results (run python -m eval "
+                         f"probe|ood|decoder|similarity ... out={res} first)")
+    split = c.get("split") or "test"
     sel = trials[(trials["split"] == split) | (trials["observer_type"] == "human")]
     n_boot, n_perm, ci, seed = int(c["n_boot"]), int(c["n_perm"]), float(c["ci"]), int(c["seed"])
     tables = {
@@ -214,6 +231,7 @@ def run_stats(c: dict) -> Path:
         "observers": observer_table(sel, n_boot, n_perm, ci, seed),
     }
     tables["error_consistency"], tables["human_ceiling"] = consistency_tables(sel, aggregation)
+    tables.update(mindset)  # MindSet methods' own summaries (similarity, regression decoders: no trials)
     if humans is not None:
         tables["benchmark"], tables["benchmark_mean"] = _benchmark(sel, aggregation)
         if (sel["task"] == "cue-conflict").any():  # model-vs-human's shape bias (issue 15)
@@ -246,7 +264,9 @@ def run_stats(c: dict) -> Path:
               "benchmark_mean": "Model-vs-human metrics, mean over datasets (models ranked per metric; humans = ceiling)",
               "shape_bias": "Shape bias on cue-conflict images",
               "task_differences": "Paired sign-flip tests between tasks", "imagenet_correlation":
-              "Correlation with ImageNet top-1"}
+              "Correlation with ImageNet top-1",
+              "similarity_summary": "Similarity judgment: mean distance per comparison level and layer",
+              "decoder_summary": "Decoders: accuracy or RMSE per decoder, condition and target"}
     bm = tables.get("benchmark_mean")
     if bm is not None and not bm.empty and (bm["missing"].astype(str) != "").any():
         parts.append("\n**Incomplete benchmark means** (each averages only the datasets it has all four metrics "
