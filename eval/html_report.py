@@ -424,8 +424,7 @@ def build_report(c: dict, tables: dict | None = None, trials: pd.DataFrame | Non
     res = Path(c["results"])
     if not res.is_dir():
         raise FileNotFoundError(f"results={res}: no such folder")
-    out = Path(c["out"]) if c.get("out") else res / "stats"
-    out.mkdir(parents=True, exist_ok=True)
+    out = Path(c["out"]) if c.get("out") else res / "stats"  # created once there is something to report
     split, ci, seed = c.get("split") or None, float(c.get("ci") or 0.95), int(c.get("seed") or 0)
     task = Path(c["task"]) if c.get("task") else None
     if task is not None and not task.is_dir():
@@ -474,6 +473,7 @@ def _write_report(c, res: Path, out: Path, task, split, ci, seed, tables, trials
         _mindset_section(mind, ci, seed),
     ) if s is not None]
 
+    out.mkdir(parents=True, exist_ok=True)
     fig_dir = out / "figures"
     parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'><link rel='icon' href='data:,'>"
              f"<title>Vantage results: {html.escape(res.name)}</title><style>{CSS}</style></head><body>",

@@ -205,8 +205,7 @@ def run_stats(c: dict) -> Path:
     res = Path(c["results"])
     if not res.is_dir():
         raise FileNotFoundError(f"results={res}: no such folder")
-    out = Path(c["out"]) if c.get("out") else res / "stats"
-    out.mkdir(parents=True, exist_ok=True)
+    out = Path(c["out"]) if c.get("out") else res / "stats"  # created once the inputs are known to be usable
     from .results import label_runs
 
     aggregation = c.get("aggregation") or "model-vs-human"
@@ -240,6 +239,7 @@ def run_stats(c: dict) -> Path:
     zoo = zoo_table(c["zoo"]) if c.get("zoo") else None
     if zoo is not None and "imagenet_top1" in zoo.columns:
         tables["imagenet_correlation"] = stats.correlate_with_imagenet(label_runs(summary)[0], zoo, split=split)
+    out.mkdir(parents=True, exist_ok=True)
     for name, df in tables.items():
         write_table(df, out / name)
     # what the tables were computed on: eval report draws the same split or refuses (one split per report)

@@ -116,6 +116,9 @@ CASES = [
     ("eval-finetune-epochs", "eval finetune model=timm:test_resnet pretrained=false task={d}/ift out={d}/r1 "
      "finetune.epochs=0", "finetune.epochs=0 is not allowed", "r1"),
     ("eval-stats-missing", "eval stats results={d}/none", "none", None),
+    ("eval-stats-no-results", "eval stats results={d}/ift", "no trials, and no similarity or decoder results",
+     "ift/stats"),
+    ("eval-report-no-results", "eval report results={d}/ift", "no trials or summaries", "ift/stats"),
 ]
 
 
