@@ -145,6 +145,9 @@ CASES = [
     ("traj-pt-means-string", "render.trajectory scene={d}/strmeans.pt out={d}/t1",
      "strmeans.pt: splats['means'] is a str; expected a float tensor of positions [N, 3]", "t1"),
     ("traj-unknown-type", "render.trajectory scene={d}/mesh.obj out={d}/t1", "mesh.obj: unknown scene file type", "t1"),
+    ("eval-stats-no-results", "eval stats results={d}/ift", "no trials, and no similarity or decoder results",
+     "ift/stats"),
+    ("eval-report-no-results", "eval report results={d}/ift", "no trials or summaries", "ift/stats"),
 ]
 
 
