@@ -11,64 +11,137 @@ import numpy as np
 from . import Params, category
 from .shapes import bezier, ellipsoid, prism, rod, tube
 
-# species: parameter ranges (lo, hi) in body lengths, degrees or counts, plus the ear and extra features
+# species: parameter ranges (lo, hi) in body lengths (rump to chest = 1), degrees or counts. ``body_h``/``body_w``
+# are the torso's half height/width, ``leg_len`` the shoulder height above the ground minus the torso,
+# ``hock`` how far the hind leg bends back at the hock (0 = a column, as an elephant's or a bear's; 1 = a
+# digitigrade cat's or dog's), ``poses`` what the instance may be doing, ``view`` the canonical view.
 SPECIES = {
-    "bear": dict(body_h=(0.26, 0.32), body_w=(0.24, 0.3), leg_len=(0.36, 0.44), leg_r=(0.085, 0.105),
-                 neck_len=(0.12, 0.18), neck_angle=(5, 25), head=(0.15, 0.18), snout=(0.09, 0.13),
-                 tail=(0.05, 0.08), tail_lift=(0, 10), ears="round", hump=True),
-    "cat": dict(body_h=(0.13, 0.16), body_w=(0.11, 0.14), leg_len=(0.36, 0.44), leg_r=(0.03, 0.038),
-                neck_len=(0.12, 0.18), neck_angle=(45, 65), head=(0.11, 0.13), snout=(0.03, 0.05),
-                tail=(0.55, 0.75), tail_lift=(35, 60), ears="pointed", hump=False),
-    "dog": dict(body_h=(0.16, 0.2), body_w=(0.13, 0.16), leg_len=(0.42, 0.55), leg_r=(0.04, 0.05),
-                neck_len=(0.2, 0.28), neck_angle=(45, 60), head=(0.11, 0.14), snout=(0.13, 0.18),
-                tail=(0.3, 0.42), tail_lift=(20, 55), ears=("floppy", "pointed"), hump=False),
+    "bear": dict(body_h=(0.27, 0.32), body_w=(0.25, 0.3), leg_len=(0.26, 0.32), leg_r=(0.085, 0.1),
+                 neck_len=(0.08, 0.12), neck_angle=(-10, 10), head=(0.15, 0.18), snout=(0.1, 0.13),
+                 tail=(0.05, 0.07), tail_lift=(-10, 10), ears="round", hump=True, hock=0.15, poses=("standing",)),
+    "cat": dict(body_h=(0.16, 0.19), body_w=(0.15, 0.18), leg_len=(0.3, 0.36), leg_r=(0.038, 0.045),
+                neck_len=(0.06, 0.1), neck_angle=(40, 60), head=(0.14, 0.16), snout=(0.03, 0.045),
+                tail=(0.6, 0.75), tail_lift=(30, 60), ears="pointed", hump=False, hock=1.0,
+                poses=("lying", "loaf")),
+    "dog": dict(body_h=(0.18, 0.21), body_w=(0.17, 0.2), leg_len=(0.4, 0.5), leg_r=(0.045, 0.055),
+                neck_len=(0.18, 0.24), neck_angle=(45, 60), head=(0.12, 0.14), snout=(0.14, 0.19),
+                tail=(0.3, 0.42), tail_lift=(20, 50), ears=("floppy", "pointed"), hump=False, hock=1.0,
+                poses=("standing",)),
     "elephant": dict(body_h=(0.34, 0.4), body_w=(0.3, 0.36), leg_len=(0.5, 0.6), leg_r=(0.11, 0.13),
                      neck_len=(0.06, 0.1), neck_angle=(20, 35), head=(0.2, 0.24), snout=(0.0, 0.0),
-                     tail=(0.28, 0.35), tail_lift=(-70, -55), ears="fan", hump=False),
+                     tail=(0.28, 0.35), tail_lift=(-70, -55), ears="fan", hump=False, hock=0.0, poses=("standing",)),
+    "tiger": dict(body_h=(0.15, 0.18), body_w=(0.13, 0.16), leg_len=(0.3, 0.36), leg_r=(0.055, 0.065),
+                  neck_len=(0.1, 0.14), neck_angle=(5, 25), head=(0.13, 0.15), snout=(0.06, 0.08),
+                  tail=(0.75, 0.9), tail_lift=(-60, -40), ears="round", hump=False, hock=1.0, poses=("standing",)),
+    "wolf": dict(body_h=(0.16, 0.19), body_w=(0.13, 0.15), leg_len=(0.44, 0.52), leg_r=(0.045, 0.055),
+                 neck_len=(0.16, 0.22), neck_angle=(15, 35), head=(0.12, 0.14), snout=(0.16, 0.2),
+                 tail=(0.42, 0.52), tail_lift=(-60, -40), ears="pointed", hump=False, hock=1.0, poses=("standing",)),
 }
 
 
+def _rounded_tube(a, b, r0: float, r1: float, sections: int = 12):
+    """A tube from ``a`` tapering from radius ``r0`` to ``r1``, ending at ``b`` in a half-sphere of radius
+    ``r1`` (a muzzle, a limb's end): smooth, so the line drawing draws no ring at its end."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    d = b - a
+    n = d / np.linalg.norm(d)
+    end = b - n * r1  # the centre of the rounded end
+    th = np.radians([0, 30, 55, 75, 88])
+    pts = [a, (a + end) / 2, end] + [end + n * r1 * np.sin(t) for t in th[1:]]
+    radii = [r0, (r0 + r1) / 2, r1] + [max(r1 * np.cos(t), r1 * 0.05) for t in th[1:]]
+    return tube(np.stack(pts), radii, sections)
+
+
 def quadruped(p: Params, species: str) -> list:
+    """A four-legged mammal of ``species``: torso of two ellipsoids (chest, hips), legs of tubes (upper arm
+    and forearm; thigh, knee forward, hock behind for digitigrade species), neck, head with a rounded muzzle,
+    ears by species, tail. Poses: ``standing`` (legs swing by ``stride_deg``), ``lying`` (belly on the ground,
+    front legs stretched forward, hind legs folded beside the hips, head up, tail on the ground) and
+    ``loaf`` (lying with the front paws tucked in). Sitting (torso raised on the haunches) was tried for
+    cats and dogs: the real-silhouette check calls every sitting animal a bird (docs/objects.md)."""
     s = SPECIES[species]
     u = {k: p.uniform(k, *v) for k, v in s.items() if isinstance(v, tuple) and len(v) == 2
          and isinstance(v[0], (int, float))}
     ears = p.choice("ears", s["ears"]) if isinstance(s["ears"], tuple) else s["ears"]
-    L, H, W = 0.5, u["body_h"], u["body_w"]
-    z_body = u["leg_len"] + H * 0.75
-    parts = [("body", ellipsoid([L, W, H], [0, 0, z_body]))]
+    pose = p.choice("pose", s["poses"]) if len(s["poses"]) > 1 else s["poses"][0]
+    H, W, lr, hd = u["body_h"], u["body_w"], u["leg_r"], u["head"]
+    lying, loaf = pose in ("lying", "loaf"), pose == "loaf"
+    parts = []
+    if lying:
+        tilt = p.uniform("lie_deg", 0, 8)
+        hips = np.array([-0.22, 0.0, H * 0.92])
+    else:
+        tilt = 0.0
+        hips = np.array([-0.22, 0.0, u["leg_len"] + H * 0.85])
+    axis = np.array([np.cos(np.radians(tilt)), 0, np.sin(np.radians(tilt))])
+    chest = hips + axis * 0.44 + np.array([0, 0, H * 0.05])
+    parts.append(("hips", ellipsoid([0.3, W * 0.93, H * 0.93], hips, pitch_deg=tilt)))
+    parts.append(("chest", ellipsoid([0.32, W, H], chest, pitch_deg=tilt)))
     if s["hump"]:  # a bear's shoulder hump
-        parts.append(("hump", ellipsoid([L * 0.45, W * 0.85, H * 0.85], [L * 0.35, 0, z_body + H * 0.3])))
-    stride = p.uniform("stride_deg", -12, 12)  # legs swing fore/aft: a walking or standing pose
-    for i, (sx, sy) in enumerate([(1, 1), (1, -1), (-1, 1), (-1, -1)]):
-        hip = np.array([sx * L * 0.62, sy * W * 0.55, z_body - H * 0.2])
-        swing = np.radians(stride * (1 if (i in (0, 3)) else -1))
-        foot = np.array([hip[0] + np.sin(swing) * u["leg_len"], hip[1], 0.0])
-        knee = (hip + foot) / 2 + np.array([-sx * 0.02, 0, 0])
-        parts.append((f"leg{i}", tube(np.stack([hip, knee, foot + [0, 0, u["leg_r"] * 0.5]]),
-                                      [u["leg_r"] * 1.25, u["leg_r"], u["leg_r"] * 0.9], 12)))
-        parts.append((f"paw{i}", ellipsoid([u["leg_r"] * 1.3, u["leg_r"], u["leg_r"] * 0.6],
-                                           foot + [u["leg_r"] * 0.4, 0, u["leg_r"] * 0.5], subdivisions=2)))
-    a = np.radians(u["neck_angle"])
-    neck0 = np.array([L * 0.8, 0, z_body + H * 0.2])
-    head_c = neck0 + u["neck_len"] * np.array([np.cos(a), 0, np.sin(a)]) + [u["head"] * 0.5, 0, 0]
-    r_neck = min(H, W) * (0.75 if species in ("bear", "elephant") else 0.5)
-    parts.append(("neck", rod(neck0 - [L * 0.15, 0, 0], head_c, r_neck, u["head"] * 0.75, 12)))
-    hd = u["head"]
-    parts.append(("head", ellipsoid([hd * 1.1, hd * 0.85, hd * 0.9], head_c)))
+        parts.append(("hump", ellipsoid([0.18, W * 0.8, H * 0.8], chest + [0.0, 0, H * 0.45])))
+    # ---- legs
+    stride = p.uniform("stride_deg", -12, 12) if pose == "standing" else 0.0
+    for sy in (1, -1):
+        y = sy * W * 0.6
+        if lying:
+            # front legs stretched forward along the ground, hind legs folded beside the hips
+            sh = chest + [0.1, y - chest[1], -H * 0.3]
+            paw = np.array([chest[0] + (0.2 if loaf else 0.32), y * (0.7 if loaf else 1), lr * 0.9])
+            parts.append((f"arm{sy}", tube(np.stack([sh, (sh + paw) / 2 + [0, 0, -H * 0.2], paw]), [lr * 1.7, lr * 1.2, lr * 0.9], 12)))
+            parts.append((f"front_paw{sy}", ellipsoid([lr * 1.35, lr, lr * 0.65], paw + [lr * 0.6, 0, -lr * 0.2], subdivisions=2)))
+        else:
+            # front leg: upper arm from the shoulder to the elbow, forearm to the wrist, paw
+            sh = chest + axis * 0.1 + [0, y - chest[1], -H * 0.3]
+            foot = np.array([sh[0] + 0.02, y, 0.0])
+            sw = np.radians(stride * sy)
+            foot[0] += np.sin(sw) * sh[2]
+            elbow = sh + (foot - sh) * 0.45 + [-0.03, 0, 0]
+            wrist = foot + [0, 0, lr * 1.1]
+            parts.append((f"arm{sy}", tube(np.stack([sh, elbow, wrist]), [lr * 1.7, lr * 1.15, lr * 0.85], 12)))
+            parts.append((f"front_paw{sy}", ellipsoid([lr * 1.35, lr, lr * 0.65], foot + [lr * 0.45, 0, lr * 0.6], subdivisions=2)))
+        if lying:
+            # the hind leg folded on the ground: a big thigh beside the hips, the foot forward along the ground
+            thigh = hips + [0.06, y * 1.05 - hips[1], -H * 0.35]
+            parts.append((f"thigh{sy}", ellipsoid([0.2, W * 0.42, H * 0.62], thigh, pitch_deg=25)))
+            heel = np.array([hips[0] - 0.12, y * 1.1, lr * 0.9])
+            toe = np.array([hips[0] + 0.14, y * 1.1, lr * 0.8])
+            parts.append((f"hind_foot{sy}", tube(np.stack([heel, (heel + toe) / 2, toe]), [lr * 1.1, lr * 0.95, lr * 0.85], 10)))
+            parts.append((f"hind_paw{sy}", ellipsoid([lr * 1.35, lr, lr * 0.65], toe + [lr * 0.6, 0, -lr * 0.15], subdivisions=2)))
+            continue
+        # hind leg: thigh, knee forward, hock behind (digitigrade species), foot below
+        hip = hips + [-0.08, y, -H * 0.15]
+        hh = hip[2]
+        sw = np.radians(-stride * sy)
+        foot = np.array([hip[0] + np.sin(sw) * hh + 0.02, y, 0.0])
+        knee = hip + [0.08 * s["hock"] + 0.01, 0, -hh * 0.4]
+        hock = np.array([foot[0] - 0.09 * s["hock"], y, hh * 0.3])
+        parts.append((f"thigh{sy}", ellipsoid([0.15, W * 0.45, H * 0.75], hip + [0.02, 0, -H * 0.35], pitch_deg=-35,
+                                              subdivisions=2)))
+        parts.append((f"leg{sy}", tube(np.stack([hip, knee, hock, foot + [0, 0, lr * 1.1]]),
+                                       [lr * 1.8, lr * 1.25, lr * 0.95, lr * 0.85], 12)))
+        parts.append((f"hind_paw{sy}", ellipsoid([lr * 1.35, lr, lr * 0.65], foot + [lr * 0.45, 0, lr * 0.6], subdivisions=2)))
+    # ---- neck and head
+    neck0 = chest + axis * 0.24 + [0, 0, H * 0.35 * np.cos(np.radians(tilt))]
+    a = np.radians(u["neck_angle"] + (20 if lying else 0))
+    head_c = neck0 + u["neck_len"] * np.array([np.cos(a), 0, np.sin(a)]) + [hd * 0.45, 0, hd * 0.2]
+    r_neck = min(H, W) * (0.8 if species in ("bear", "elephant", "tiger", "cat") else 0.6)
+    parts.append(("neck", rod(neck0 - axis * 0.12, head_c, r_neck, hd * 0.75, 12)))
+    parts.append(("head", ellipsoid([hd * 1.05, hd * 0.9, hd * 0.88], head_c)))
     if u["snout"] > 0:
-        tip = head_c + [hd * 0.8 + u["snout"], 0, -hd * 0.3]
-        parts.append(("snout", rod(head_c + [hd * 0.5, 0, -hd * 0.15], tip, hd * 0.45, hd * 0.3, 12)))
-    top = head_c + [0, 0, hd * 0.8]
+        # the muzzle tapers to a rounded nose (no flat end to draw a ring in a front view)
+        base, tip = head_c + [hd * 0.4, 0, -hd * 0.1], head_c + [hd * 0.75 + u["snout"], 0, -hd * 0.3]
+        parts.append(("snout", _rounded_tube(base, tip, hd * 0.5, hd * 0.3)))
+    top = head_c + [0, 0, hd * 0.75]
     for sy in (1, -1):
         if ears == "round":
-            parts.append((f"ear{sy}", ellipsoid([hd * 0.25, hd * 0.12, hd * 0.25], top + [-hd * 0.2, sy * hd * 0.55, 0],
+            parts.append((f"ear{sy}", ellipsoid([hd * 0.22, hd * 0.1, hd * 0.24], top + [-hd * 0.25, sy * hd * 0.55, -hd * 0.05],
                                                 subdivisions=2)))
         elif ears == "pointed":
-            base = top + [-hd * 0.1, sy * hd * 0.45, -hd * 0.1]
-            parts.append((f"ear{sy}", rod(base, base + [hd * 0.05, sy * hd * 0.1, hd * 0.75], hd * 0.3, hd * 0.02, 8)))
+            base = top + [-hd * 0.15, sy * hd * 0.45, -hd * 0.2]
+            parts.append((f"ear{sy}", rod(base, base + [hd * 0.05, sy * hd * 0.12, hd * 0.85], hd * 0.32, hd * 0.02, 8)))
         elif ears == "floppy":
-            parts.append((f"ear{sy}", ellipsoid([hd * 0.35, hd * 0.1, hd * 0.6],
-                                                head_c + [-hd * 0.3, sy * hd * 0.85, -hd * 0.2], subdivisions=2)))
+            parts.append((f"ear{sy}", ellipsoid([hd * 0.3, hd * 0.1, hd * 0.6],
+                                                head_c + [-hd * 0.35, sy * hd * 0.85, -hd * 0.3], subdivisions=2)))
         else:  # fan: an elephant's large flat ear
             parts.append((f"ear{sy}", ellipsoid([hd * 0.9, hd * 0.1, hd * 1.15],
                                                 head_c + [-hd * 0.7, sy * hd * 0.85, -hd * 0.1], subdivisions=3)))
@@ -81,28 +154,43 @@ def quadruped(p: Params, species: str) -> list:
             b = head_c + [hd * 0.7, sy * hd * 0.35, -hd * 0.6]
             tusk = bezier(b, b + [hd * 0.5, 0, -hd * 0.5], b + [hd * 1.0, 0, -hd * 0.1], 8)
             parts.append((f"tusk{sy}", tube(tusk, np.linspace(hd * 0.1, hd * 0.03, 8), 8)))
-    lift = np.radians(u["tail_lift"])
-    t0 = np.array([-L * 0.95, 0, z_body + H * 0.3])
+    # ---- tail
     tl = u["tail"]
-    t2 = t0 + tl * np.array([-np.cos(lift), 0, np.sin(lift)])
-    # a cat's tail leaves level and curls up (a hook); the others bend gently
-    mid = t0 + [-tl * 0.55, 0, 0.0] if species == "cat" else (t0 + t2) / 2 + [-tl * 0.1, 0, 0]
-    r_tail = 0.025 if species != "elephant" else 0.018
-    parts.append(("tail", tube(bezier(t0, mid, t2, 10), np.linspace(r_tail * (1.8 if species == "dog" else 1), r_tail * 0.7, 10), 8)))
+    rump = hips - axis * 0.28 + [0, 0, H * 0.25]
+    r_tail = {"elephant": 0.018, "dog": 0.03, "wolf": 0.05, "tiger": 0.03}.get(species, 0.025)
+    if lying:
+        # the tail falls to the ground behind and curls forward along it, beside the feet
+        pts = np.stack([rump, [rump[0] - 0.12, 0, 0.03], [rump[0] + 0.1, -W * 1.6, 0.03], [rump[0] + tl * 0.5, -W * 1.8, 0.03]])
+        t = np.linspace(0, 1, 12)[:, None]
+        curve = (1 - t) ** 3 * pts[0] + 3 * (1 - t) ** 2 * t * pts[1] + 3 * (1 - t) * t ** 2 * pts[2] + t ** 3 * pts[3]
+        parts.append(("tail", tube(curve, np.linspace(r_tail, r_tail * 0.7, 12), 8)))
+    else:
+        lift = np.radians(u["tail_lift"])
+        t2 = rump + tl * np.array([-np.cos(lift), 0, np.sin(lift)])
+        # a cat's tail leaves level and curls up (a hook); a tiger's hangs and turns up at its end
+        mid = rump + [-tl * 0.55, 0, 0.0] if species == "cat" else (rump + t2) / 2 + [-tl * 0.1, 0, 0]
+        curve = bezier(rump, mid, t2, 10)
+        if species == "tiger":
+            curve = np.vstack([curve, t2 + [-0.05, 0, 0.04], t2 + [-0.07, 0, 0.1]])
+        n = len(curve)
+        radii = np.linspace(r_tail, r_tail * 0.7, n)
+        if species == "wolf":  # bushy: thickest in the middle
+            radii = r_tail * (0.6 + 0.6 * np.sin(np.linspace(0.2, np.pi - 0.4, n)))
+        parts.append(("tail", tube(curve, radii, 8)))
     return parts
 
 
-@category("bear", view=(20, 10), description="a bear: heavy body with a shoulder hump, thick legs, round ears, short tail")
+@category("bear", view=(68, 10), description="a bear: heavy body with a shoulder hump, short thick legs, low head with a muzzle, round ears")
 def bear(p):
     return quadruped(p, "bear")
 
 
-@category("cat", view=(20, 10), description="a cat: slender body, thin legs, small round head, pointed ears, long raised tail")
+@category("cat", view=(72, 10), description="a cat lying down, legs stretched forward or tucked in (a loaf), head up: round head with pointed ears, short muzzle, slim legs, long tail")
 def cat(p):
     return quadruped(p, "cat")
 
 
-@category("dog", view=(20, 10), description="a dog: long legs, raised head with a long snout, floppy or pointed ears, tail")
+@category("dog", view=(79, 10), description="a dog standing, seen from the front left: long muzzle, floppy or pointed ears, long legs bent at the hock, tail")
 def dog(p):
     return quadruped(p, "dog")
 
