@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import Params, category
-from .shapes import bezier, ellipsoid, prism, rod, tube
+from .shapes import bezier, ellipsoid, lathe, prism, rod, torus, tube
 
 # species: parameter ranges (lo, hi) in body lengths (rump to chest = 1), degrees or counts. ``body_h``/``body_w``
 # are the torso's half height/width, ``leg_len`` the shoulder height above the ground minus the torso,
@@ -30,9 +30,9 @@ SPECIES = {
     "elephant": dict(body_h=(0.34, 0.4), body_w=(0.3, 0.36), leg_len=(0.5, 0.6), leg_r=(0.11, 0.13),
                      neck_len=(0.06, 0.1), neck_angle=(20, 35), head=(0.2, 0.24), snout=(0.0, 0.0),
                      tail=(0.28, 0.35), tail_lift=(-70, -55), ears="fan", hump=False, hock=0.0, poses=("standing",)),
-    "tiger": dict(body_h=(0.15, 0.18), body_w=(0.13, 0.16), leg_len=(0.3, 0.36), leg_r=(0.055, 0.065),
-                  neck_len=(0.1, 0.14), neck_angle=(5, 25), head=(0.13, 0.15), snout=(0.06, 0.08),
-                  tail=(0.75, 0.9), tail_lift=(-60, -40), ears="round", hump=False, hock=1.0, poses=("standing",)),
+    "tiger": dict(body_h=(0.15, 0.18), body_w=(0.13, 0.16), leg_len=(0.24, 0.3), leg_r=(0.055, 0.065),
+                  neck_len=(0.1, 0.14), neck_angle=(10, 25), head=(0.13, 0.15), snout=(0.06, 0.08),
+                  tail=(0.5, 0.6), tail_lift=(-35, -20), ears="round", hump=False, hock=1.0, poses=("standing",)),
     "wolf": dict(body_h=(0.16, 0.19), body_w=(0.13, 0.15), leg_len=(0.44, 0.52), leg_r=(0.045, 0.055),
                  neck_len=(0.16, 0.22), neck_angle=(15, 35), head=(0.12, 0.14), snout=(0.16, 0.2),
                  tail=(0.42, 0.52), tail_lift=(-60, -40), ears="pointed", hump=False, hock=1.0, poses=("standing",)),
@@ -167,11 +167,11 @@ def quadruped(p: Params, species: str) -> list:
     else:
         lift = np.radians(u["tail_lift"])
         t2 = rump + tl * np.array([-np.cos(lift), 0, np.sin(lift)])
-        # a cat's tail leaves level and curls up (a hook); a tiger's hangs and turns up at its end
+        # a cat's tail leaves level and curls up (a hook); a tiger's droops from the rump, its end rising again
         mid = rump + [-tl * 0.55, 0, 0.0] if species == "cat" else (rump + t2) / 2 + [-tl * 0.1, 0, 0]
-        curve = bezier(rump, mid, t2, 10)
         if species == "tiger":
-            curve = np.vstack([curve, t2 + [-0.05, 0, 0.04], t2 + [-0.07, 0, 0.1]])
+            mid = rump + [-tl * 0.3, 0, -tl * 0.75]
+        curve = bezier(rump, mid, t2, 10)
         n = len(curve)
         radii = np.linspace(r_tail, r_tail * 0.7, n)
         if species == "wolf":  # bushy: thickest in the middle
@@ -229,4 +229,173 @@ def bird(p):
         hip = c + [0.0, sy * 0.03, -Hh * 0.7]
         parts.append((f"leg{sy}", rod(hip, [hip[0] + 0.015, sy * 0.03, 0.045], 0.008, 0.006, 6)))
     parts.append(("branch", rod([-0.22, 0, 0.03], [0.2, 0, 0.025], 0.018, 0.014, 10)))
+    return parts
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Baker & Elder's (2022) other animals: tiger and wolf share the quadruped builder; bunny, frog, lizard and
+# turtle have their own body plans. Side views, as Baker & Elder's silhouettes show them.
+
+@category("tiger", view=(20, 8), description="a tiger: long low muscular body, thick legs, broad head with round "
+          "ears, long tail hanging and curling up at its end, stripes")
+def tiger(p):
+    parts = quadruped(p, "tiger")
+    return parts + _stripes(parts, p.integer("stripes", 7, 10))
+
+
+@category("wolf", view=(20, 8), description="a wolf: long legs, deep chest, long muzzle, pointed upright ears, bushy "
+          "tail hanging down")
+def wolf(p):
+    return quadruped(p, "wolf")
+
+
+def _stripes(parts, n: int) -> list:
+    """A tiger's stripes: thin bands lying on the flanks of the torso ellipsoids (chest, hips), from the back
+    down towards the belly, so the line drawing draws each as a pair of lines."""
+    import trimesh
+
+    out = []
+    for name, m in parts:
+        if name not in ("chest", "hips"):
+            continue
+        lo, hi = m.bounds
+        c, r = (lo + hi) / 2, (hi - lo) / 2
+        for k in range(n // 2 + (name == "chest")):
+            x = c[0] + r[0] * (-0.7 + 1.4 * (k + 0.5) / (n // 2 + 1))
+            for sy in (1, -1):
+                pts = []
+                for t in np.linspace(0.15, 0.85, 8):  # angle from the top of the back down the flank
+                    a = t * np.pi * 0.75
+                    z, yy = c[2] + r[2] * np.cos(a), r[1] * np.sin(a)
+                    s = max(0.0, 1 - ((x - c[0]) / r[0]) ** 2)
+                    pts.append([x + 0.02 * np.sin(3 * t), sy * yy * np.sqrt(s) * 1.01, c[2] + (z - c[2]) * np.sqrt(s)])
+                pts = np.array(pts)
+                if np.ptp(pts[:, 2]) > 1e-3:
+                    out.append((f"stripe_{name}{k}{sy}", tube(pts, np.linspace(0.012, 0.004, len(pts)), 6)))
+    return [(n_, m) for n_, m in out if isinstance(m, trimesh.Trimesh)]
+
+
+@category("bunny", view=(20, 8), description="a rabbit crouching: egg-shaped body with big haunches, round head, "
+          "long upright ears, small front paws, long hind feet, puff of a tail")
+def bunny(p):
+    L = p.uniform("body_len", 0.5, 0.58)  # the body ellipsoid's length (the whole rabbit is about 1)
+    H = p.uniform("body_h", 0.36, 0.42)
+    hd = p.uniform("head", 0.13, 0.15)
+    ear = p.uniform("ear_len", 0.32, 0.42)
+    ear_lean = p.uniform("ear_lean_deg", 5, 35)  # back from the vertical
+    lop = p.choice("ears", ("upright", "upright", "one_down"))
+    c = np.array([-0.05, 0, H * 0.5])
+    parts = [("body", ellipsoid([L / 2, L * 0.3, H / 2], c, pitch_deg=12)),
+             ("haunch1", ellipsoid([L * 0.28, 0.06, H * 0.3], c + [-L * 0.12, L * 0.2, -H * 0.12], pitch_deg=20)),
+             ("haunch-1", ellipsoid([L * 0.28, 0.06, H * 0.3], c + [-L * 0.12, -L * 0.2, -H * 0.12], pitch_deg=20))]
+    head_c = c + [L * 0.45, 0, H * 0.42]
+    parts.append(("head", ellipsoid([hd * 1.25, hd * 0.95, hd], head_c, pitch_deg=-15)))
+    parts.append(("muzzle", ellipsoid([hd * 0.5, hd * 0.55, hd * 0.45], head_c + [hd * 1.0, 0, -hd * 0.35], subdivisions=2)))
+    for sy in (1, -1):
+        base = head_c + [-hd * 0.3, sy * hd * 0.35, hd * 0.7]
+        lean = np.radians(ear_lean + (70 if (lop == "one_down" and sy == -1) else 0))
+        tip = base + ear * np.array([-np.sin(lean), sy * 0.08, np.cos(lean)])
+        mid = (base + tip) / 2
+        parts.append((f"ear{sy}", tube(np.stack([base, base + (mid - base) * 0.5, mid, mid + (tip - mid) * 0.6, tip]),
+                                       hd * np.array([0.28, 0.38, 0.4, 0.33, 0.08]), 12)))
+        # hind foot: long, flat on the ground under the haunch
+        parts.append((f"hind_foot{sy}", ellipsoid([L * 0.3, 0.04, 0.035], [c[0] - L * 0.05, sy * L * 0.22, 0.035])))
+        paw = np.array([c[0] + L * 0.42, sy * 0.06, 0.0])
+        parts.append((f"front_leg{sy}", _rounded_tube(c + [L * 0.33, sy * 0.06, -H * 0.15], paw + [0.03, 0, 0.03], 0.04, 0.03)))
+    parts.append(("tail", ellipsoid([0.06, 0.06, 0.06], c + [-L * 0.5, 0, H * 0.05], subdivisions=2)))
+    return parts
+
+
+@category("frog", view=(25, 15), description="a frog sitting: squat wide body tilted up, wide head with bulging "
+          "eyes, folded hind legs with long webbed feet, short front legs")
+def frog(p):
+    L = p.uniform("body_len", 0.5, 0.58)
+    W = p.uniform("body_w", 0.2, 0.26)
+    tilt = p.uniform("tilt_deg", 15, 30)
+    eye = p.uniform("eye_r", 0.05, 0.065)
+    c = np.array([0.0, 0, 0.16])
+    parts = [("body", ellipsoid([L / 2, W, 0.12], c, pitch_deg=tilt))]
+    fwd = np.array([np.cos(np.radians(tilt)), 0, np.sin(np.radians(tilt))])
+    head_c = c + fwd * L * 0.42 + [0, 0, 0.02]
+    parts.append(("head", ellipsoid([0.13, W * 0.92, 0.09], head_c, pitch_deg=tilt * 0.5)))
+    for sy in (1, -1):
+        parts.append((f"eye{sy}", ellipsoid([eye, eye, eye * 0.9], head_c + [-0.01, sy * W * 0.5, 0.075], subdivisions=2)))
+        # hind leg folded: thigh forward along the side, shin back, long foot forward on the ground
+        hip = c - fwd * L * 0.35 + [0, sy * W * 0.6, -0.04]
+        knee = np.array([c[0] + 0.05, sy * (W + 0.08), 0.08])
+        ankle = np.array([c[0] - L * 0.42, sy * (W + 0.05), 0.04])
+        toe = np.array([c[0] + 0.02, sy * (W + 0.16), 0.015])
+        parts.append((f"thigh{sy}", tube(np.stack([hip, (hip + knee) / 2, knee]), [0.07, 0.065, 0.045], 12)))
+        parts.append((f"shin{sy}", tube(np.stack([knee, (knee + ankle) / 2, ankle]), [0.045, 0.04, 0.03], 10)))
+        parts.append((f"hind_foot{sy}", tube(np.stack([ankle, (ankle + toe) / 2, toe]), [0.03, 0.025, 0.02], 8)))
+        parts.append((f"web{sy}", prism([(toe[0] - 0.05, toe[1] - 0.05), (toe[0] + 0.06, toe[1] - 0.06), (toe[0] + 0.08, toe[1] + 0.04),
+                                         (toe[0] - 0.04, toe[1] + 0.03)], 0.01, plane="xy", offset=0.008)))
+        sh = head_c - fwd * 0.12 + [0, sy * W * 0.6, -0.08]
+        hand = np.array([sh[0] + 0.06, sy * (W * 0.8), 0.015])
+        parts.append((f"arm{sy}", tube(np.stack([sh, (sh + hand) / 2 + [0.03, 0, 0], hand]), [0.035, 0.028, 0.022], 10)))
+        parts.append((f"hand{sy}", ellipsoid([0.04, 0.04, 0.012], hand + [0.02, 0, -0.003], subdivisions=2)))
+    return parts
+
+
+@category("lizard", view=(15, 35), description="a lizard seen from above and the side: long low body, pointed "
+          "head, four short legs splayed sideways with toes, a tail longer than the body curving on the ground")
+def lizard(p):
+    Lb = p.uniform("body_len", 0.36, 0.42)
+    R = p.uniform("body_r", 0.045, 0.06)
+    tail = p.uniform("tail_len", 0.5, 0.6)  # the whole lizard (snout to tail tip) is about 1.1 units
+    bend = p.uniform("tail_bend", -0.2, 0.2)
+    head = p.uniform("head_len", 0.1, 0.13)
+    z = R * 1.1
+    spine = np.stack([np.linspace(-Lb / 2, Lb / 2, 9), np.zeros(9), np.full(9, z)], 1)
+    parts = [("body", tube(spine, R * np.sqrt(np.clip(1 - np.linspace(-0.95, 0.95, 9) ** 2 * 0.6, 0.05, 1)), 14))]
+    hc = np.array([Lb / 2 + head * 0.4, 0, z + 0.005])
+    parts.append(("head", _rounded_tube(hc - [head * 0.5, 0, 0], hc + [head * 0.7, 0, -0.01], R * 0.95, R * 0.35)))
+    t = np.linspace(0, 1, 14)
+    tail_pts = np.stack([-Lb / 2 + R * 0.3 - tail * t, bend * tail * np.sin(np.pi * t * 0.9), z * (1 - t) + 0.01 * t], 1)
+    parts.append(("tail", tube(tail_pts, R * 0.75 * (1 - t) + 0.004, 10)))
+    for i, x in enumerate((Lb * 0.3, -Lb * 0.32)):
+        for sy in (1, -1):
+            hip = np.array([x, sy * R * 0.7, z])
+            knee = np.array([x + (0.04 if i == 0 else -0.05), sy * (R + 0.08), z + 0.02])
+            foot = np.array([x + (0.07 if i == 0 else -0.02), sy * (R + 0.11), 0.01])
+            parts.append((f"leg{i}{sy}", tube(np.stack([hip, knee, foot]), [R * 0.5, R * 0.35, R * 0.28], 8)))
+            for k, a in enumerate((-50, 0, 50)):
+                d = np.radians(a + (0 if i == 0 else 180) + sy * 20)
+                parts.append((f"toe{i}{sy}{k}", rod(foot, foot + 0.04 * np.array([np.cos(d), sy * abs(np.sin(d)) + 0.3 * sy, 0]),
+                                                    0.006, 0.003, 5)))
+    return parts
+
+
+@category("turtle", view=(30, 25), description="a turtle: a domed shell with a rim, head on a neck in front, four legs "
+          "(a tortoise's stumpy feet or a sea turtle's flippers), short tail")
+def turtle(p):
+    kind = p.choice("kind", ("tortoise", "sea_turtle"))
+    L = p.uniform("shell_len", 0.6, 0.7)
+    W = L * p.uniform("shell_w", 0.75, 0.85) / 2
+    H = L * (p.uniform("shell_h", 0.3, 0.4) if kind == "tortoise" else p.uniform("shell_h", 0.2, 0.26))
+    z0 = 0.08 if kind == "tortoise" else 0.04
+    # the shell: an upper half-ellipsoid (lathed profile, scaled to an oval) over a flat plastron
+    prof = [(0, 0)] + [(np.sin(a), H / (L / 2) * np.cos(a)) for a in np.linspace(np.pi / 2, 0, 10)]
+    shell = lathe(prof, 48)
+    shell.apply_scale([L / 2, W, L / 2])
+    shell.apply_translation([0, 0, z0])
+    parts = [("shell", shell), ("rim", torus(1.0, 0.04, (0, 0, 0), axis="z", sections=48)
+                                       .apply_scale([L / 2, W, 0.5]).apply_translation([0, 0, z0]))]
+    neck0 = np.array([L * 0.4, 0, z0 + H * 0.25])
+    head_c = neck0 + [0.12, 0, 0.06 if kind == "tortoise" else 0.0]
+    parts.append(("neck", rod(neck0 - [0.05, 0, 0], head_c, 0.045, 0.04, 12)))
+    parts.append(("head", ellipsoid([0.075, 0.05, 0.045], head_c + [0.04, 0, 0.0])))
+    for sx, name in ((1, "front"), (-1, "hind")):
+        for sy in (1, -1):
+            hip = np.array([sx * L * 0.28, sy * W * 0.75, z0 + 0.02])
+            if kind == "tortoise":
+                foot = hip + [sx * 0.03, sy * 0.07, -z0 - 0.02]
+                parts.append((f"{name}_leg{sy}", _rounded_tube(hip, foot + [0, 0, 0.01], 0.05, 0.045)))
+            else:  # flippers: flat paddles, the front ones long, broad at the base and swept back
+                ln, base = (0.3, 0.07) if sx == 1 else (0.14, 0.05)
+                x0, y0 = hip[0], hip[1]
+                outline = [(x0 + base, y0), (x0 - base, y0), (x0 - ln * 0.15, y0 + sy * ln * 0.9),
+                           (x0 + ln * 0.1, y0 + sy * ln), (x0 + ln * 0.25, y0 + sy * ln * 0.6)]
+                parts.append((f"{name}_flipper{sy}", prism(outline, 0.02, plane="xy", offset=z0)))
+    parts.append(("tail", rod([-L * 0.45, 0, z0 + 0.02], [-L * 0.45 - 0.07, 0, z0], 0.025, 0.008, 8)))
     return parts
