@@ -144,6 +144,14 @@ def categories() -> list[str]:
     return sorted(CATEGORIES)
 
 
+def canonical_view(category: str) -> tuple[float, float]:
+    """The category's canonical (azimuth_deg, inclination_deg)."""
+    _load()
+    if category not in CATEGORIES:
+        raise ObjectError(f"object category {category!r} unknown; available: {', '.join(sorted(CATEGORIES))}")
+    return CATEGORIES[category].view
+
+
 def category_names(group: str | None = None) -> list[str]:
     """Sorted category names of ``group`` (one of :data:`GROUPS`; None: every category) without loading
     the builders (nor trimesh, ~0.5-1 s), for the 2D generators' configs, which name categories at import
