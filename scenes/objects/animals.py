@@ -307,7 +307,7 @@ def bunny(p):
 
 
 @category("frog", view=(25, 15), description="a frog sitting: squat wide body tilted up, wide head with bulging "
-          "eyes, folded hind legs with long webbed feet, short front legs")
+          "eyes, folded hind legs with long toes, short front legs")
 def frog(p):
     L = p.uniform("body_len", 0.5, 0.58)
     W = p.uniform("body_w", 0.2, 0.26)
@@ -328,8 +328,9 @@ def frog(p):
         parts.append((f"thigh{sy}", tube(np.stack([hip, (hip + knee) / 2, knee]), [0.07, 0.065, 0.045], 12)))
         parts.append((f"shin{sy}", tube(np.stack([knee, (knee + ankle) / 2, ankle]), [0.045, 0.04, 0.03], 10)))
         parts.append((f"hind_foot{sy}", tube(np.stack([ankle, (ankle + toe) / 2, toe]), [0.03, 0.025, 0.02], 8)))
-        parts.append((f"web{sy}", prism([(toe[0] - 0.05, toe[1] - 0.05), (toe[0] + 0.06, toe[1] - 0.06), (toe[0] + 0.08, toe[1] + 0.04),
-                                         (toe[0] - 0.04, toe[1] + 0.03)], 0.01, plane="xy", offset=0.008)))
+        for k, ang in enumerate((-35, 0, 35)):  # long toes fanning forward from the foot
+            d = np.radians(ang)
+            parts.append((f"toe{sy}{k}", rod(toe, toe + 0.09 * np.array([np.cos(d), np.sin(d), 0]) + [0, 0, -0.005], 0.012, 0.006, 6)))
         sh = head_c - fwd * 0.12 + [0, sy * W * 0.6, -0.08]
         hand = np.array([sh[0] + 0.06, sy * (W * 0.8), 0.015])
         parts.append((f"arm{sy}", tube(np.stack([sh, (sh + hand) / 2 + [0.03, 0, 0], hand]), [0.035, 0.028, 0.022], 10)))

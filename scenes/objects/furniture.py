@@ -128,7 +128,8 @@ def laptop(p):
     tilt = -(angle - 90)
     lid_t = t * 0.8
     parts.append(("lid", box([lid_t, W, D], hinge + lid_dir * D / 2 - n_front * lid_t / 2, rotation_deg=tilt, axis=(0, 1, 0))))
-    parts.append(("screen", box([0.004, W * 0.9, D * 0.84], hinge + lid_dir * D * 0.52 + n_front * 0.004, rotation_deg=tilt,
+    # the screen stands 0.008 proud of the lid, so its rim draws as a solid line (thinner, it drew as dots)
+    parts.append(("screen", box([0.008, W * 0.9, D * 0.84], hinge + lid_dir * D * 0.52 + n_front * 0.004, rotation_deg=tilt,
                                 axis=(0, 1, 0))))
     return parts
 
