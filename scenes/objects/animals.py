@@ -1,8 +1,10 @@
-"""Animals: bear, cat, dog, elephant (one quadruped builder, species = parameter ranges) and bird.
+"""Animals: bear, cat, dog, elephant, tiger, wolf (one quadruped builder, species = parameter ranges and
+poses), bird, and Baker & Elder's (2022) bunny, frog, lizard and turtle (their own body plans).
 
 Proportions are read off side views of the animals (body length = 1 model unit for the quadrupeds); each
 range is wide enough that five instances differ visibly and narrow enough that the species stays
-recognisable in silhouette (the check against real silhouettes is in docs/objects.md).
+recognisable in silhouette. The check against real silhouettes (the 16 ImageNet-16 categories) is in
+docs/objects.md; the other animals' geometry is measured in tests/test_objects.py.
 """
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import category
-from .shapes import bezier, box, disc, lathe, prism, rod, torus, tube
+from .shapes import box, disc, lathe, prism, rod, torus, tube
 
 
 @category("bottle", view=(0, 8), description="a bottle: a lathed body, shoulder, long neck and lip")
