@@ -10,6 +10,14 @@ down (see ``common.py``); sizes that scale with the canvas are sampled as fracti
 recorded both in px and normalised (``*_norm`` = px / canvas_size). Angles in degrees. Every random draw
 comes from :func:`common.item_rng` (dataset seed, condition, index), so any item renders identically in any
 process.
+
+Presets (issue 32): ``paper`` — and the Config defaults — are the original's stimuli as its committed defaults
+draw them (geometry ranges, stroke widths, placement, overlaps and clipping included; each Config's docstring
+says what that is for its dataset, and ``docs/mindset.md`` lists every knowing deviation, e.g. exact sizes where
+Pillow drew 1 px short, antialiasing by coverage instead of the original's blur). ``clean`` keeps Vantage's
+earlier variants of Müller-Lyer, Ponzo and Ebbinghaus (thicker strokes, every element measurable alone: context
+clear of the targets, flankers not touching), byte for byte as they were ``paper`` before. Jastrow was not among
+the datasets issue 32 compared; its presets are unchanged.
 """
 from __future__ import annotations
 
