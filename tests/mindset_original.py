@@ -127,11 +127,14 @@ def run_original(name: str, out: Path, seed: int = 0, root: Path | None = None, 
 SHEETS = {  # dataset -> (the original's module, its arguments for a few images, its condition folders in order,
     #            Vantage's conditions in the same order)
     "ebbinghaus": (SCRIPTS["ebbinghaus"], {"num_samples_scrambled": 3, "num_samples_illusory": 3},
-                   ("scrambled_circles", "small_flankers", "big_flankers"), ("scrambled", "small_flankers", "big_flankers")),
+                   ("scrambled_circles", "small_flankers", "big_flankers"),
+                   ("scrambled", "small_flankers", "big_flankers")),
     "muller_lyer": (SCRIPTS["muller_lyer"], {"num_samples_scrambled": 3, "num_samples_illusory": 3},
                     ("scrambled", "inward", "outward"), ("scrambled", "inward", "outward")),
-    "ponzo": ("visual_illusions.ponzo_illusion.generate_dataset", {"num_samples_scrambled": 3, "num_samples_illusory": 3},
-              ("scrambled_lines", "ponzo_same_length", "ponzo_diff_length"), ("scrambled", "same_length", "different_length")),
+    "ponzo": ("visual_illusions.ponzo_illusion.generate_dataset",
+              {"num_samples_scrambled": 3, "num_samples_illusory": 3},
+              ("scrambled_lines", "ponzo_same_length", "ponzo_diff_length"),
+              ("scrambled", "same_length", "different_length")),
 }
 
 

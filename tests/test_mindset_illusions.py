@@ -163,12 +163,15 @@ def test_ebbinghaus_centre_diameter_and_flankers_measured(lite):
 # slopes 3.2-3.3 rasterise to the same 17.0° (so the original measures <= 17.0° where it draws up to 17.35°).
 ORIGINAL = {
     "ebbinghaus": {
-        "scrambled": {"center": (0.2411, 0.0869, 0.0977, 0.3924, 1000), "white": (0.1010, 0.0368, 0.0112, 0.2229, 1000),
+        "scrambled": {"center": (0.2411, 0.0869, 0.0977, 0.3924, 1000),
+                      "white": (0.1010, 0.0368, 0.0112, 0.2229, 1000),
                       "clipped": (0.830, 0.376, 0, 1, 1000), "touch_centre": (0.493, 0.500, 0, 1, 1000)},
-        "big_flankers": {"center": (0.2416, 0.0887, 0.0977, 0.3924, 300), "white": (0.2769, 0.0381, 0.2159, 0.3400, 300),
+        "big_flankers": {"center": (0.2416, 0.0887, 0.0977, 0.3924, 300),
+                         "white": (0.2769, 0.0381, 0.2159, 0.3400, 300),
                          "flankers": (5, 0, 5, 5, 300), "flanker": (0.2652, 0.0183, 0.2344, 0.2958, 300),
                          "clipped": (0.0333, 0.180, 0, 1, 300), "touching": (0.1267, 0.333, 0, 1, 300)},
-        "small_flankers": {"center": (0.2421, 0.0876, 0.0977, 0.3924, 300), "white": (0.0582, 0.0359, 0.0083, 0.1301, 300),
+        "small_flankers": {"center": (0.2421, 0.0876, 0.0977, 0.3924, 300),
+                           "white": (0.0582, 0.0359, 0.0083, 0.1301, 300),
                            "flankers": (8, 0, 8, 8, 300), "flanker": (0.0908, 0.0322, 0.0352, 0.1434, 300),
                            "clipped": (0.0, 0.0, 0, 0, 300), "touching": (0.1133, 0.318, 0, 1, 300)},
     },
@@ -179,17 +182,21 @@ ORIGINAL = {
         for c, n, ink, comp, yo in (
             ("scrambled", 1000, (0.0037, 0.0007, 0.0022, 0.0053, 1000), (2.824, 0.399, 1, 3, 1000),
              (0.0882, 0.0645, 0.0022, 0.3058, 1000)),
-            ("inward", 300, (0.0035, 0.0006, 0.0021, 0.0050, 300), (1, 0, 1, 1, 300), (0.0880, 0.0596, 0.0022, 0.2701, 300)),
-            ("outward", 300, (0.0036, 0.0006, 0.0021, 0.0052, 300), (1, 0, 1, 1, 300), (0.0907, 0.0648, 0.0022, 0.2790, 300)))
+            ("inward", 300, (0.0035, 0.0006, 0.0021, 0.0050, 300), (1, 0, 1, 1, 300),
+             (0.0880, 0.0596, 0.0022, 0.2701, 300)),
+            ("outward", 300, (0.0036, 0.0006, 0.0021, 0.0052, 300), (1, 0, 1, 1, 300),
+             (0.0907, 0.0648, 0.0022, 0.2790, 300)))
     },
     "ponzo": {
-        "scrambled": {"white": (0.0291, 0.0057, 0.0116, 0.0475, 1000), "blue_length": (0.2990, 0.1177, 0.1007, 0.5147, 1000),
+        "scrambled": {"white": (0.0291, 0.0057, 0.0116, 0.0475, 1000),
+                      "blue_length": (0.2990, 0.1177, 0.1007, 0.5147, 1000),
                       "blue_width": (2.026, 0.017, 1.94, 2.05, 1000), "blue_y": (0.4951, 0.2268, 0.1114, 0.8929, 1000),
                       "red_y": (0.5089, 0.2219, 0.1116, 0.8929, 1000)},
-        "same_length": {"white": (0.0352, 0.0066, 0.0224, 0.0489, 300), "red_length": (0.2999, 0.1191, 0.1027, 0.5045, 300),
+        "same_length": {"white": (0.0352, 0.0066, 0.0224, 0.0489, 300),
+                        "red_length": (0.2999, 0.1191, 0.1027, 0.5045, 300),
                         "red_width": (2.0, 0.0, 2.0, 2.0, 300), "red_y": (0.5200, 0.2238, 0.1116, 0.8929, 300),
-                        "rail_angle": (13.49, 1.79, 10.89, 17.00, 300), "rail_offset": (0.2149, 0.0615, 0.1093, 0.3282, 300),
-                        "converge": (1, 0, 1, 1, 300)},
+                        "rail_angle": (13.49, 1.79, 10.89, 17.00, 300),
+                        "rail_offset": (0.2149, 0.0615, 0.1093, 0.3282, 300), "converge": (1, 0, 1, 1, 300)},
         "different_length": {"white": (0.0359, 0.0072, 0.0232, 0.0484, 300),
                              "blue_length": (0.2976, 0.1169, 0.1027, 0.5045, 300),
                              "blue_width": (2.0, 0.0, 2.0, 2.0, 300), "blue_y": (0.5077, 0.2257, 0.1116, 0.8884, 300),
@@ -243,7 +250,8 @@ def ebbinghaus_measure(img, ring_r=None, flanker_r=None) -> dict:
     if ring_r is None:
         return out
     th = np.linspace(0, 2 * np.pi, 4096, endpoint=False)
-    outer = _sample(white, c + (ring_r + 0.7 * flanker_r) * np.cos(th), c + (ring_r + 0.7 * flanker_r) * np.sin(th)) > 0.5
+    rad = ring_r + 0.7 * flanker_r
+    outer = _sample(white, c + rad * np.cos(th), c + rad * np.sin(th)) > 0.5
     n = _runs(outer)
     on_ring = _sample(white, c + ring_r * np.cos(th), c + ring_r * np.sin(th)) > 0.5
     out["flankers"] = n
@@ -340,7 +348,8 @@ def _agree(name: str, got: dict, want: dict, mean_tol: dict, range_tol: dict | N
             if range_tol is not None and key in range_tol:
                 t = range_tol[key]
                 if lv < lo - t or hv > hi + t or (hi > lo and hv - lv < 0.8 * (hi - lo)):
-                    bad.append(f"{name} {cond} {key}: range [{lv:.4g}, {hv:.4g}] vs the original's [{lo:.4g}, {hi:.4g}]")
+                    bad.append(f"{name} {cond} {key}: range [{lv:.4g}, {hv:.4g}] vs the original's "
+                               f"[{lo:.4g}, {hi:.4g}]")
     return bad
 
 
@@ -366,7 +375,8 @@ def _paper_condition_counts(name):
     from tasks.stimuli.registry import make_config
 
     gen = GENERATORS[f"mindset/{name}"]
-    return pd.Series([it.condition for it in gen.items(make_config(gen, {"preset": "paper"}), 0)]).value_counts().to_dict()
+    conditions = [it.condition for it in gen.items(make_config(gen, {"preset": "paper"}), 0)]
+    return pd.Series(conditions).value_counts().to_dict()
 
 
 def _original_sample(name, tmp_path, n_scrambled=40, n_illusory=30):

@@ -160,7 +160,6 @@ def scrambled_fins(cfg: MullerLyerConfig, p: dict, rng: np.random.Generator):
     return fins
 
 
-
 def muller_lyer_items(cfg: MullerLyerConfig, seed: int):
     S = cfg.canvas_size
     m = cfg.margin * S
@@ -174,8 +173,10 @@ def muller_lyer_items(cfg: MullerLyerConfig, seed: int):
             if cfg.placement == "original":
                 lo, hi = fl + L / 2, S - fl - L / 2
                 cx = float(rng.uniform(lo, hi))
-                # a whole row whose centre lies in [lo, hi] (the original's positions are whole pixels)
-                cy = float(rng.integers(math.ceil(lo - 0.5), math.floor(hi - 0.5) + 1)) + 0.5
+                # a whole row whose centre lies in [lo, hi] (the original's positions are whole pixels); the
+                # middle row when the range is narrower than a pixel
+                r0, r1 = math.ceil(lo - 0.5), math.floor(hi - 0.5)
+                cy = (float(rng.integers(r0, r1 + 1)) if r1 >= r0 else float(math.floor(S / 2 - 0.5))) + 0.5
             else:
                 ext = fx if cond == "outward" else 0.0  # horizontal reach of the fins beyond the line ends
                 cx = float(rng.uniform(m + L / 2 + ext, S - m - L / 2 - ext))
@@ -254,8 +255,8 @@ class PonzoConfig(MindsetConfig):
     n_scrambled: int = field(5000, "images of the scrambled condition", range=(0, 10_000_000))
     n_illusory: int = field(500, "images of each railway condition (same_length, different_length)",
                             range=(0, 10_000_000))
-    layout: str = field("original", "'original': the original's railway and scrambled segments (see the "
-                        "module); 'clean': rails meeting above the targets, context kept clear of the targets",
+    layout: str = field("original", "'original': the original's railway and scrambled segments (see "
+                        "PonzoConfig); 'clean': rails meeting above the targets, context kept clear of the targets",
                         choices=("original", "clean"))
     target_length: tuple = field((0.1, 0.5), "[min, max] target line length (fraction of canvas_size)",
                                  range=(0.02, 0.6))
