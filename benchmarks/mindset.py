@@ -1,5 +1,6 @@
 """MindSet: Vision, the whole ``paper`` preset of every registered MindSet dataset through the shared writer
-(issue 13: ~40,000 images at 224 px in <= 3 minutes on 2 cores).
+(issue 13: its 19 datasets, ~40,000 images at 224 px, in <= 3 minutes on 2 cores; issue 32: the paper presets of
+all MindSet datasets — the original's stimuli and counts, ~200,000 images — in <= 10 minutes on 2 cores).
 
     python benchmarks/mindset.py [--workers 2] [--out DIR] [--only NAME ...] [--keep]
 

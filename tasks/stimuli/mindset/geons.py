@@ -21,7 +21,9 @@ Rendering: orthographic rays (trimesh ray casting, embree when installed) on a 3
 side of each face lit; ``outline`` = lines ``line_width`` px wide where the sub-samples change object/background,
 where the surface normal turns by more than 30° (the square's edges, the end caps' rims) or where depth
 jumps (self-occlusion), no shading; ``silhouette`` = the object's coverage filled. The frame (scale, centre) is
-fitted to the reference and shared by the item's three geons. Conditions ``<rendering>_<role>``;
+fitted to the reference and shared by the item's three geons. ``paper`` draws 22 items shaded, the first 9 of
+them as outlines and the first 20 as silhouettes (``items_per_rendering``): 153 images, the original's counts
+(its ``amir_geons`` folders NAPvsMP, NAPvsMP_no_shades, NAPvsMP_silhouettes). Conditions ``<rendering>_<role>``;
 ``set_id`` = item × rendering (the triplet a similarity judgment compares). ``source=<folder>`` uses a
 user's copy of the original geon images of one rendering instead (``<folder>/{reference,NAP,MP}/``).
 """
@@ -43,11 +45,17 @@ DIMENSIONS = {  # singular (NAP) value, reference value, the MP search interval 
     "taper": {"nap": 1.0, "reference": 0.7, "mp_limit": 0.15, "unit": "end/start size ratio"},
     "cross_section": {"nap": 0.0, "reference": 0.2, "mp_limit": 0.9, "unit": "edge sagitta / half side"},
 }
-# the item list: (dimension, cross-section, length, the other dimensions' fixed values)
+# the item list: (dimension, cross-section, length, the other dimensions' fixed values); 22 items, as many as the
+# original's shaded set (its outline and silhouette sets hold 9 and 20: ITEMS_PER_RENDERING)
 ITEMS = [(dim, cs, length, base)
          for dim in ("axis", "taper") for cs in ("circle", "square") for length, base in ((3.0, {}), (4.2, {}))] + \
         [("cross_section", "square", length, base)
-         for length, base in ((3.0, {}), (4.2, {}), (3.0, {"axis": 45.0}), (3.6, {"taper": 0.6}))]
+         for length, base in ((3.0, {}), (4.2, {}), (3.0, {"axis": 45.0}), (3.6, {"taper": 0.6}))] + \
+        [("axis", cs, 3.6, {"taper": 0.6}) for cs in ("circle", "square")] + \
+        [("taper", cs, 3.6, {"axis": 45.0}) for cs in ("circle", "square")] + \
+        [("cross_section", "square", 4.2, {"axis": 45.0}), ("cross_section", "square", 4.2, {"taper": 0.6})] + \
+        [(dim, cs, 2.4, {}) for cs in ("circle", "square") for dim in ("axis", "taper")]
+ITEMS_PER_RENDERING = (22, 9, 20)  # the original's amir_geons NAPvsMP, NAPvsMP_no_shades, NAPvsMP_silhouettes
 VIEW_ELEVATION, VIEW_AZIMUTH = 28.0, -32.0  # deg: a generic viewpoint (no accidental alignments)
 DEPTH_JUMP = 0.3  # object units (cross-section radius 1): neighbouring sub-samples this far apart in depth
 # lie on two surfaces (one part occludes another); a grazing surface changes by < 0.1 between sub-samples
@@ -59,6 +67,10 @@ class GeonConfig(MindsetConfig):
     items: tuple = field(tuple(range(len(ITEMS))), f"geon items (0-{len(ITEMS) - 1}; see ITEMS)",
                          range=(0, len(ITEMS) - 1))
     renderings: tuple = field(RENDERINGS, "renderings to make", choices=RENDERINGS)
+    items_per_rendering: tuple = field(ITEMS_PER_RENDERING, "most items drawn in each rendering, in the order "
+                                       "shaded, outline, silhouette: the first ones of items (the original's "
+                                       "asset folders hold 22 shaded, 9 outline and 20 silhouette items)",
+                                       range=(0, len(ITEMS)))
     object_longest_side: float = field(170.0, "the reference geon's longest projected side (px)",
                                        range=(8.0, 4096.0))
     line_width: float = field(2.0, "outline width (px)", range=(0.5, 20.0))
@@ -71,6 +83,9 @@ class GeonConfig(MindsetConfig):
     def __post_init__(self):
         super().__post_init__()
         check_rgb("object_color", self.object_color)
+        if len(self.items_per_rendering) != len(RENDERINGS):
+            raise ConfigError(f"items_per_rendering={list(self.items_per_rendering)}: give {len(RENDERINGS)} numbers, "
+                              f"one per rendering in the order {', '.join(RENDERINGS)}")
         if self.source and len(self.renderings) != 1:
             raise ConfigError(f"source={self.source!r} holds one rendering: set renderings to one of "
                               f"{', '.join(RENDERINGS)} (got {list(self.renderings)})")
@@ -297,9 +312,12 @@ def items(cfg: GeonConfig, seed: int):
                        {"rendering": rendering, "role": role, "source_file": stem, "_path": path,
                         **background_params(cfg, rng)}, f"{rendering}_{stem}")
         return
-    for idx in cfg.items:
+    cap = dict(zip(RENDERINGS, cfg.items_per_rendering))
+    for pos, idx in enumerate(cfg.items):
         dim, cs, length, base = ITEMS[idx]
         for rendering in cfg.renderings:
+            if pos >= cap[rendering]:
+                continue
             rng = item_rng(seed, idx, rendering)
             bg = background_params(cfg, rng)
             for role in ROLES:
@@ -331,6 +349,7 @@ register_mindset("nap_vs_mp_geons", GeonConfig,
                  "silhouette pixel change, shaded / outline / silhouette",
                  "mindset-vision.txt C.1.8; Kayaert, Biederman & Vogels 2003", items=items, render=render,
                  conditions=[f"{r}_{o}" for r in RENDERINGS for o in ROLES],
-                 paper={"items": list(range(len(ITEMS))), "renderings": list(RENDERINGS)}, lite={"items": [6, 8]},
+                 paper={"items": list(range(len(ITEMS))), "renderings": list(RENDERINGS),
+                        "items_per_rendering": list(ITEMS_PER_RENDERING)}, lite={"items": [6, 8]},
                  random=False,
                  figure="procedural geons (trimesh), after Amir, Biederman & Hayworth 2012")

@@ -10,6 +10,14 @@ down (see ``common.py``); sizes that scale with the canvas are sampled as fracti
 recorded both in px and normalised (``*_norm`` = px / canvas_size). Angles in degrees. Every random draw
 comes from :func:`common.item_rng` (dataset seed, condition, index), so any item renders identically in any
 process.
+
+Presets (issue 32): ``paper`` — and the Config defaults — are the original's stimuli as its committed defaults
+draw them (geometry ranges, stroke widths, placement, overlaps and clipping included; each Config's docstring
+says what that is for its dataset, and ``docs/mindset.md`` lists every knowing deviation, e.g. exact sizes where
+Pillow drew 1 px short, antialiasing by coverage instead of the original's blur). ``clean`` keeps Vantage's
+earlier variants of Müller-Lyer, Ponzo and Ebbinghaus (thicker strokes, every element measurable alone: context
+clear of the targets, flankers not touching), byte for byte as they were ``paper`` before. Jastrow was not among
+the datasets issue 32 compared; its presets are unchanged.
 """
 from __future__ import annotations
 
@@ -25,6 +33,7 @@ from .illusions_raster import paint_disc, paint_segment
 from .illusions_raster import paint_fast as paint
 
 RED, BLUE, WHITE = (255, 0, 0), (0, 0, 255), (255, 255, 255)
+NAN = float("nan")  # a parameter column that does not apply to the row (typed float columns, never None)
 
 
 def _check_range(cfg, name: str, lo: float, hi: float) -> None:
@@ -41,28 +50,52 @@ def _uniform(rng: np.random.Generator, pair) -> float:
 # ============================================================================================ Müller-Lyer
 @dataclasses.dataclass(frozen=True)
 class MullerLyerConfig(MindsetConfig):
-    n_scrambled: int = field(5000, "images of the scrambled condition (fins detached, random places)",
-                             range=(0, 10_000_000))
+    """Defaults = the original's (``muller_lyer_illusion/generate_dataset.py`` at 224 px): line 56-150 px,
+    fins 15-30 px at 10-44° to the line, 1-px strokes, the line's centre drawn as described under
+    ``placement``, scrambled = the figure's two arrowheads at random places and orientations. Preset ``clean``:
+    Vantage's earlier variant (2-px strokes, shorter lines, wider fin angles, the figure inside a margin, the
+    four fins detached and kept clear of the line)."""
+
+    n_scrambled: int = field(5000, "images of the scrambled condition", range=(0, 10_000_000))
     n_illusory: int = field(500, "images of each illusory condition (inward, outward)", range=(0, 10_000_000))
-    line_length: tuple = field((0.2, 0.5), "[min, max] line length as a fraction of canvas_size", range=(0.01, 0.9))
-    fin_length: tuple = field((0.06, 0.12), "[min, max] fin length as a fraction of canvas_size", range=(0.01, 0.4))
-    fin_angle: tuple = field((25.0, 65.0), "[min, max] angle between each fin and the line (degrees)",
+    line_length: tuple = field((0.25, 0.67), "[min, max] line length as a fraction of canvas_size (the "
+                               "original: 56-150 px of 224)", range=(0.01, 0.95))
+    fin_length: tuple = field((0.067, 0.134), "[min, max] fin length as a fraction of canvas_size (the "
+                              "original: 15-30 px of 224)", range=(0.01, 0.4))
+    fin_angle: tuple = field((10.0, 44.0), "[min, max] angle between each fin and the line (degrees)",
                              range=(5.0, 85.0))
-    line_width: float = field(2.0, "stroke width of line and fins (px)", range=(0.5, 32.0))
+    line_width: float = field(1.0, "stroke width of line and fins (px)", range=(0.5, 32.0))
     line_color: tuple = field((255, 255, 255), "RGB 0-255 of line and fins", range=(0, 255))
-    margin: float = field(0.05, "minimum distance of the figure from the border (fraction of canvas_size)",
-                          range=(0.0, 0.3))
+    placement: str = field("original", "where the line's centre goes: 'original' = x and y alike uniform in "
+                           "[fin_length + L/2, S - fin_length - L/2] (the original's rule: a long line stays near "
+                           "the middle of the canvas), y on a pixel row's centre so a 1-px line is one row; "
+                           "'inside' = anywhere the whole figure keeps margin from the border",
+                           choices=("original", "inside"))
+    scrambled: str = field("arrowheads", "the scrambled condition: 'arrowheads' = the figure's two arrowheads "
+                           "(each two fins joined at a vertex) at random places in opposite random directions, "
+                           "anywhere on the canvas (they may cross the line), as the original; 'fins' = the four "
+                           "fins detached, each at a random place and orientation, clear of the line and of each "
+                           "other", choices=("arrowheads", "fins"))
+    margin: float = field(0.05, "placement='inside' and scrambled='fins': minimum distance of the figure from "
+                          "the border (fraction of canvas_size)", range=(0.0, 0.3))
 
     def __post_init__(self):
         super().__post_init__()
         check_rgb("line_color", self.line_color)
-        for name, hi in (("line_length", 0.9), ("fin_length", 0.4), ("fin_angle", 85.0)):
+        for name, hi in (("line_length", 0.95), ("fin_length", 0.4), ("fin_angle", 85.0)):
             _check_range(self, name, 0, hi)
-        widest = self.line_length[1] + 2 * self.fin_length[1] + 2 * self.margin
-        if widest > 1.0:
-            raise ConfigError(f"line_length max {self.line_length[1]} + 2 × fin_length max {self.fin_length[1]} "
-                              f"+ 2 × margin {self.margin} = {widest:.2f} of the canvas: the outward figure does not "
-                              "fit; lower them")
+        if self.placement == "original":
+            widest = self.line_length[1] + 2 * self.fin_length[1]
+            if widest > 1.0:
+                raise ConfigError(f"line_length max {self.line_length[1]} + 2 × fin_length max "
+                                  f"{self.fin_length[1]} = {widest:.2f} of the canvas: the figure does not fit "
+                                  "(placement='original'); lower them")
+        else:
+            widest = self.line_length[1] + 2 * self.fin_length[1] + 2 * self.margin
+            if widest > 1.0:
+                raise ConfigError(f"line_length max {self.line_length[1]} + 2 × fin_length max "
+                                  f"{self.fin_length[1]} + 2 × margin {self.margin} = {widest:.2f} of the canvas: "
+                                  "the outward figure does not fit; lower them")
 
 
 def fin_segments(x0: float, x1: float, y: float, fin_len: float, angle_deg: float, direction: str):
@@ -80,6 +113,16 @@ def fin_segments(x0: float, x1: float, y: float, fin_len: float, angle_deg: floa
     return out
 
 
+def arrowhead_segments(x: float, y: float, direction_deg: float, fin_len: float, angle_deg: float):
+    """The two fins of one arrowhead with its vertex at (x, y), opening towards ``direction_deg`` (0 = +x,
+    90 = +y, i.e. clockwise on screen), each at ``angle_deg`` from that direction: (start, end) points."""
+    out = []
+    for s in (-1.0, 1.0):
+        a = math.radians(direction_deg + s * angle_deg)
+        out.append(((x, y), (x + fin_len * math.cos(a), y + fin_len * math.sin(a))))
+    return out
+
+
 def _segment_far(p, q, box, gap) -> bool:
     """Is segment p-q at least ``gap`` px from the axis-aligned box (x0, y0, x1, y1)? (sampled along it)."""
     t = np.linspace(0, 1, 24)[:, None]
@@ -90,8 +133,9 @@ def _segment_far(p, q, box, gap) -> bool:
 
 
 def scrambled_fins(cfg: MullerLyerConfig, p: dict, rng: np.random.Generator):
-    """The same four fins, detached: each at a random place and orientation, clear of the line (>= 4 widths
-    + 4 px) and of each other, so the line is the only horizontal stroke a decoder can measure."""
+    """scrambled='fins': the same four fins, detached: each at a random place and orientation, clear of the
+    line (>= 4 widths + 4 px) and of each other, so the line is the only horizontal stroke a decoder can
+    measure."""
     S = cfg.canvas_size
     m = cfg.margin * S
     fl = p["fin_length"]
@@ -126,17 +170,42 @@ def muller_lyer_items(cfg: MullerLyerConfig, seed: int):
             fl = _uniform(rng, cfg.fin_length) * S
             ang = _uniform(rng, cfg.fin_angle)
             fx, fy = fl * math.cos(math.radians(ang)), fl * math.sin(math.radians(ang))
-            ext = fx if cond == "outward" else 0.0  # horizontal reach of the fins beyond the line ends
-            cx = float(rng.uniform(m + L / 2 + ext, S - m - L / 2 - ext))
-            cy = float(rng.uniform(m + fy + cfg.line_width, S - m - fy - cfg.line_width))
+            if cfg.placement == "original":
+                lo, hi = fl + L / 2, S - fl - L / 2
+                cx = float(rng.uniform(lo, hi))
+                # a whole row whose centre lies in [lo, hi] (the original's positions are whole pixels); the
+                # middle row when the range is narrower than a pixel
+                r0, r1 = math.ceil(lo - 0.5), math.floor(hi - 0.5)
+                cy = (float(rng.integers(r0, r1 + 1)) if r1 >= r0 else float(math.floor(S / 2 - 0.5))) + 0.5
+            else:
+                ext = fx if cond == "outward" else 0.0  # horizontal reach of the fins beyond the line ends
+                cx = float(rng.uniform(m + L / 2 + ext, S - m - L / 2 - ext))
+                cy = float(rng.uniform(m + fy + cfg.line_width, S - m - fy - cfg.line_width))
             x0, x1 = cx - L / 2, cx + L / 2
             params = {"line_length": L, "line_length_norm": L / S, "line_x0": x0, "line_x1": x1, "line_y": cy,
-                      "fin_length": fl, "fin_angle": ang, "fin_direction": cond}
-            # the scrambled fins are placed at render time (a rejection loop: kept out of the serial items pass),
+                      "fin_length": fl, "fin_angle": ang, "fin_direction": cond,
+                      "arrow_direction": NAN, "arrow1_x": NAN, "arrow1_y": NAN, "arrow2_x": NAN, "arrow2_y": NAN}
+            if cond == "scrambled" and cfg.scrambled == "arrowheads":
+                # the two arrowheads: vertices anywhere the fins stay on the canvas, opposite directions
+                (a1x, a1y), (a2x, a2y) = rng.uniform(fl, S - fl, (2, 2))
+                params.update(arrow_direction=float(rng.uniform(0, 360)), arrow1_x=float(a1x), arrow1_y=float(a1y),
+                              arrow2_x=float(a2x), arrow2_y=float(a2y))
+            # scrambled='fins' places them at render time (a rejection loop: kept out of the serial items pass),
             # from their own generator
             params["_seed"], params["_k"] = int(seed), k
             params.update(background_params(cfg, rng))
             yield Item(cond, f"{cond}_{k:05d}", params)
+
+
+def muller_lyer_segments(cfg: MullerLyerConfig, cond: str, p: dict):
+    """The fins of one image as (start, end) points (the line is drawn separately)."""
+    if cond != "scrambled":
+        return fin_segments(p["line_x0"], p["line_x1"], p["line_y"], p["fin_length"], p["fin_angle"], cond)
+    if cfg.scrambled == "fins":
+        return scrambled_fins(cfg, p, item_rng(p["_seed"], "scrambled_fins", p["_k"]))
+    d = p["arrow_direction"]
+    return (arrowhead_segments(p["arrow1_x"], p["arrow1_y"], d, p["fin_length"], p["fin_angle"])
+            + arrowhead_segments(p["arrow2_x"], p["arrow2_y"], d + 180.0, p["fin_length"], p["fin_angle"]))
 
 
 def muller_lyer_render(cfg: MullerLyerConfig, item: Item):
@@ -144,38 +213,61 @@ def muller_lyer_render(cfg: MullerLyerConfig, item: Item):
     img = new_canvas(cfg.canvas_size, background_rgb(p))
     w = cfg.line_width
     paint_segment(img, (p["line_x0"], p["line_y"]), (p["line_x1"], p["line_y"]), w, "butt", cfg.line_color,
-          cfg.antialias)
-    if item.condition == "scrambled":
-        fins = scrambled_fins(cfg, p, item_rng(p["_seed"], "scrambled_fins", p["_k"]))
-    else:
-        fins = fin_segments(p["line_x0"], p["line_x1"], p["line_y"], p["fin_length"], p["fin_angle"], item.condition)
-    for a, b in fins:
+                  cfg.antialias)
+    for a, b in muller_lyer_segments(cfg, item.condition, p):
         # round caps: the fins meet the line without a notch at the vertex (the vertex is the line's end)
         paint_segment(img, a, b, w, "round", cfg.line_color, cfg.antialias)
     return to_uint8(img), {}
 
 
+ML_COUNTS = {"n_scrambled": 5000, "n_illusory": 500}
+ML_PAPER = {**ML_COUNTS, "line_length": [0.25, 0.67], "fin_length": [0.067, 0.134], "fin_angle": [10.0, 44.0],
+            "line_width": 1.0, "placement": "original", "scrambled": "arrowheads"}
 register_mindset(
     "muller_lyer", MullerLyerConfig,
-    "Müller-Lyer: a horizontal line with inward (arrowhead) or outward (tail) fins, or the fins scrambled "
-    "around it; decoder target line_length (px)", "mindset-vision.txt C.2.1; Müller-Lyer 1889 (Day & Knuth 1981)",
+    "Müller-Lyer: a horizontal line with inward (arrowhead) or outward (tail) fins, or its two arrowheads "
+    "scattered; decoder target line_length (px)", "mindset-vision.txt C.2.1; Müller-Lyer 1889 (Day & Knuth 1981)",
     items=muller_lyer_items, render=muller_lyer_render, conditions=("scrambled", "inward", "outward"),
-    paper={"n_scrambled": 5000, "n_illusory": 500}, lite={"n_scrambled": 4, "n_illusory": 4},
+    paper=ML_PAPER, lite={"n_scrambled": 4, "n_illusory": 4},
+    presets={"clean": {**ML_COUNTS, "line_length": [0.2, 0.5], "fin_length": [0.06, 0.12],
+                       "fin_angle": [25.0, 65.0], "line_width": 2.0, "placement": "inside", "scrambled": "fins"}},
     figure="MindSet Fig. 3 (Müller-Lyer panel)")
 
 
 # ============================================================================================ Ponzo
+PONZO_MARGIN = 0.11  # layout='original': the original's margin (fraction of the canvas) for rails, sleepers, targets
+
+
 @dataclasses.dataclass(frozen=True)
 class PonzoConfig(MindsetConfig):
+    """Defaults = the original's (``ponzo_illusion/generate_dataset.py``, read from the public repository; the
+    shared reference copy does not hold it), ``layout='original'``: two rails 0.78 × canvas long whose midpoints
+    lie ``rail_offset`` left and right of the middle at half height, each ``rail_angle`` from vertical (its slope
+    drawn uniformly, 3.2-5.2, as the original); ``num_rail_lines`` sleepers, one at a random row of each of as many
+    equal bands between the margins (0.11 × canvas), each across both rails' lines and 10 % of the track's width
+    beyond either; the red and the blue line centred horizontally, one on a random row of the upper half and one
+    of the lower half (which colour is on top at random), lengths 0.1-0.5 of the canvas, drawn last and free to
+    cross rails and sleepers. Scrambled: ``num_rail_lines`` + 2 white segments between random points of the
+    canvas, and the two coloured lines at independent random rows between the margins. Preset ``clean``:
+    Vantage's earlier variant (rails meeting above the top line, sleepers clear of the targets, targets inside
+    the track, scrambled = the same segments moved clear of the targets, lengths 0.1-0.3)."""
+
     n_scrambled: int = field(5000, "images of the scrambled condition", range=(0, 10_000_000))
     n_illusory: int = field(500, "images of each railway condition (same_length, different_length)",
                             range=(0, 10_000_000))
-    target_length: tuple = field((0.1, 0.3), "[min, max] target line length (fraction of canvas_size)",
+    layout: str = field("original", "'original': the original's railway and scrambled segments (see "
+                        "PonzoConfig); 'clean': rails meeting above the targets, context kept clear of the targets",
+                        choices=("original", "clean"))
+    target_length: tuple = field((0.1, 0.5), "[min, max] target line length (fraction of canvas_size)",
                                  range=(0.02, 0.6))
-    min_length_difference: float = field(0.02, "different_length and scrambled: minimum |red - blue| "
-                                         "(fraction of canvas_size)", range=(0.0, 0.5))
-    rail_angle: tuple = field((8.0, 25.0), "[min, max] angle of each rail from vertical (degrees; the "
-                              "convergence)", range=(1.0, 40.0))
+    min_length_difference: float = field(0.0, "different_length and scrambled: minimum |red - blue| "
+                                         "(fraction of canvas_size; 0 = independent lengths, as the original)",
+                                         range=(0.0, 0.5))
+    rail_angle: tuple = field((10.89, 17.35), "[min, max] angle of each rail from vertical (degrees; the "
+                              "convergence). layout='original' draws the slope (cotangent) uniformly, as the "
+                              "original's 3.2-5.2; 'clean' the angle", range=(1.0, 40.0))
+    rail_offset: tuple = field((0.11, 0.33), "layout='original': distance of each rail's midpoint from the "
+                               "vertical midline (fraction of canvas_size)", range=(0.0, 0.5))
     num_rail_lines: int = field(5, "horizontal segments (sleepers) across the rails", range=(0, 50))
     line_width: float = field(2.0, "stroke width (px)", range=(0.5, 16.0))
     context_color: tuple = field((255, 255, 255), "RGB of rails and sleepers", range=(0, 255))
@@ -185,6 +277,7 @@ class PonzoConfig(MindsetConfig):
         check_rgb("context_color", self.context_color)
         _check_range(self, "target_length", 0.02, 0.6)
         _check_range(self, "rail_angle", 1.0, 40.0)
+        _check_range(self, "rail_offset", 0.0, 0.5)
         if self.target_length[1] - self.target_length[0] < self.min_length_difference:
             raise ConfigError(f"target_length={list(self.target_length)}: the range is narrower than "
                               f"min_length_difference={self.min_length_difference}; widen it or lower the difference")
@@ -196,6 +289,37 @@ def _two_lengths(rng, cfg: PonzoConfig, S: int) -> tuple[float, float]:
         a, b = rng.uniform(lo, hi, 2)
         if abs(a - b) >= cfg.min_length_difference:
             return float(a) * S, float(b) * S
+
+
+def rail_x(p: dict, S: int, y: float) -> tuple[float, float]:
+    """layout='original': x of the left and the right rail's line at height ``y`` (px; the lines continued
+    beyond the rails' ends, as the sleepers use them)."""
+    t = math.tan(math.radians(p["rail_angle"]))
+    off = p["rail_offset"]
+    return S / 2 - off + (S / 2 - y) * t, S / 2 + off - (S / 2 - y) * t
+
+
+def ponzo_context_original(cfg: PonzoConfig, cond: str, p: dict, rng: np.random.Generator):
+    """layout='original': the white segments as (start, end) points — see :class:`PonzoConfig`."""
+    S = cfg.canvas_size
+    if cond == "scrambled":
+        return [tuple((float(x), float(y)) for x, y in rng.uniform(0, S, (2, 2)))
+                for _ in range(cfg.num_rail_lines + 2)]
+    m = PONZO_MARGIN * S
+    phi = math.radians(p["rail_angle"])
+    half = (S - 2 * m) / 2
+    dx, dy = half * math.sin(phi), half * math.cos(phi)
+    off = p["rail_offset"]
+    segments = [((S / 2 - off - dx, S / 2 + dy), (S / 2 - off + dx, S / 2 - dy)),
+                ((S / 2 + off + dx, S / 2 + dy), (S / 2 + off - dx, S / 2 - dy))]
+    n = cfg.num_rail_lines
+    edges = [math.floor(i * (S - 2 * m) / n + m) for i in range(n + 1)] if n else []
+    for i in range(n):  # one sleeper on a random row of each band (whole rows: the 2-px stroke fills two)
+        y = float(rng.integers(edges[i], max(edges[i + 1], edges[i] + 1)))
+        xl, xr = rail_x(p, S, y)
+        extra = 0.1 * (xr - xl)
+        segments.append(((xl - extra, y), (xr + extra, y)))
+    return segments
 
 
 def ponzo_context(cfg: PonzoConfig, cond: str, p: dict, rng: np.random.Generator):
@@ -254,59 +378,103 @@ def ponzo_items(cfg: PonzoConfig, seed: int):
                 red = blue = _uniform(rng, cfg.target_length) * S
             else:
                 red, blue = _two_lengths(rng, cfg, S)
-            red_on_top = bool(rng.integers(0, 2))
-            top_len, bottom_len = (red, blue) if red_on_top else (blue, red)
-            # target centres on whole pixels: the 2-px lines cover whole rows (measured back exactly)
-            y_top = float(round(rng.uniform(0.25, 0.38) * S))
-            y_bottom = float(round(rng.uniform(0.62, 0.75) * S))
-            phi = _uniform(rng, cfg.rail_angle)
-            # the track's half width at the top target: the longer of the two lines fits, with a small gap
-            h_top = max(top_len, bottom_len) / 2 + float(rng.uniform(2, 0.04 * S)) + w
+            offset = h_top = NAN
+            if cfg.layout == "original":
+                m = PONZO_MARGIN * S
+                # whole rows (the 2-px lines cover two rows exactly): scrambled anywhere between the margins,
+                # else one in the upper and one in the lower half
+                if cond == "scrambled":
+                    y_red, y_blue = (float(v) for v in rng.integers(int(m), int(S - m) + 1, 2))
+                    phi = NAN
+                else:
+                    y_up = float(rng.integers(int(m), S // 2 + 1))
+                    y_down = float(rng.integers(S // 2, int(S - m) + 1))
+                    y_red, y_blue = (y_up, y_down) if rng.integers(0, 2) else (y_down, y_up)
+                    offset = _uniform(rng, cfg.rail_offset) * S
+                    lo, hi = (1 / math.tan(math.radians(a)) for a in (cfg.rail_angle[1], cfg.rail_angle[0]))
+                    phi = math.degrees(math.atan(1 / float(rng.uniform(lo, hi))))  # uniform in the slope
+                red_on_top = y_red < y_blue
+                y_top, y_bottom = min(y_red, y_blue), max(y_red, y_blue)
+                top_len, bottom_len = (red, blue) if red_on_top else (blue, red)
+                if cond != "scrambled":
+                    xl, xr = rail_x({"rail_angle": phi, "rail_offset": offset}, S, y_top)
+                    h_top = (xr - xl) / 2
+            else:
+                red_on_top = bool(rng.integers(0, 2))
+                top_len, bottom_len = (red, blue) if red_on_top else (blue, red)
+                # target centres on whole pixels: the 2-px lines cover whole rows (measured back exactly)
+                y_top = float(round(rng.uniform(0.25, 0.38) * S))
+                y_bottom = float(round(rng.uniform(0.62, 0.75) * S))
+                phi = _uniform(rng, cfg.rail_angle)
+                # the track's half width at the top target: the longer of the two lines fits, with a small gap
+                h_top = max(top_len, bottom_len) / 2 + float(rng.uniform(2, 0.04 * S)) + w
             yield Item(cond, f"{cond}_{k:05d}", {
                 "red_length": red, "blue_length": blue, "red_length_norm": red / S, "blue_length_norm": blue / S,
                 "top_color": "red" if red_on_top else "blue", "top_length": top_len, "bottom_length": bottom_len,
-                "top_y": y_top, "bottom_y": y_bottom, "rail_angle": phi, "num_rail_lines": cfg.num_rail_lines,
-                "track_half_width_top": h_top, "_seed": int(seed), "_k": k, **background_params(cfg, rng)})
+                "top_y": y_top, "bottom_y": y_bottom, "rail_angle": phi, "rail_offset": offset,
+                "num_rail_lines": cfg.num_rail_lines, "track_half_width_top": h_top, "_seed": int(seed), "_k": k,
+                **background_params(cfg, rng)})
 
 
 def ponzo_render(cfg: PonzoConfig, item: Item):
     p = item.params
     S = cfg.canvas_size
     img = new_canvas(S, background_rgb(p))
-    for a, b in ponzo_context(cfg, item.condition, p, item_rng(p["_seed"], "ponzo_context", item.condition, p["_k"])):
+    context = ponzo_context_original if cfg.layout == "original" else ponzo_context
+    for a, b in context(cfg, item.condition, p, item_rng(p["_seed"], "ponzo_context", item.condition, p["_k"])):
         paint_segment(img, a, b, cfg.line_width, "butt", cfg.context_color, cfg.antialias)
-    top, bottom = (RED, BLUE) if p["top_color"] == "red" else (BLUE, RED)
-    for y, L, col in ((p["top_y"], p["top_length"], top), (p["bottom_y"], p["bottom_length"], bottom)):
+    red_y, blue_y = (p["top_y"], p["bottom_y"]) if p["top_color"] == "red" else (p["bottom_y"], p["top_y"])
+    # red first, then blue (the original's order: where the two share a row, blue is on top)
+    for y, L, col in ((red_y, p["red_length"], RED), (blue_y, p["blue_length"], BLUE)):
         paint_segment(img, (S / 2 - L / 2, y), (S / 2 + L / 2, y), cfg.line_width, "butt", col, cfg.antialias)
     return to_uint8(img), {}
 
 
+PONZO_COUNTS = {"n_scrambled": 5000, "n_illusory": 500, "num_rail_lines": 5}
 register_mindset(
     "ponzo", PonzoConfig,
     "Ponzo: a red and a blue horizontal line across converging rails (same or different lengths), or with the "
     "rail segments scrambled; decoder targets red_length, blue_length (px)",
     "mindset-vision.txt C.2.2; Ponzo 1910", items=ponzo_items, render=ponzo_render,
     conditions=("scrambled", "same_length", "different_length"),
-    paper={"n_scrambled": 5000, "n_illusory": 500, "num_rail_lines": 5},
-    lite={"n_scrambled": 4, "n_illusory": 4}, figure="MindSet Fig. 3 (Ponzo panel)")
+    paper={**PONZO_COUNTS, "layout": "original", "target_length": [0.1, 0.5], "min_length_difference": 0.0,
+           "rail_angle": [10.89, 17.35], "rail_offset": [0.11, 0.33], "line_width": 2.0},
+    lite={"n_scrambled": 4, "n_illusory": 4},
+    presets={"clean": {**PONZO_COUNTS, "layout": "clean", "target_length": [0.1, 0.3], "min_length_difference": 0.02,
+                       "rail_angle": [8.0, 25.0], "line_width": 2.0}},
+    figure="MindSet Fig. 3 (Ponzo panel)")
 
 
 # ============================================================================================ Ebbinghaus
 @dataclasses.dataclass(frozen=True)
 class EbbinghausConfig(MindsetConfig):
+    """Defaults = the original's (``ebbinghaus_illusion/generate_dataset.py``): centre diameter 0.1-0.4 of the
+    canvas; 5 big flankers of diameter 0.24-0.30 or 8 small ones of 0.04-0.15 on a ring 0.02 of the canvas
+    outside the centre circle, as many as drawn even where they overlap one another or leave the canvas;
+    scrambled = 5 flankers of diameter 0.04-0.30 with their centres anywhere on the canvas (overlapping, under the
+    centre circle or cut by the border alike). Preset ``clean``: Vantage's earlier variant (smaller centre and
+    flankers, only as many flankers as fit on the ring without touching, scattered flankers clear of the centre,
+    of each other and of the border)."""
+
     n_scrambled: int = field(5000, "images with the flankers scattered at random", range=(0, 10_000_000))
     n_illusory: int = field(50, "images of each illusory condition (small_flankers, big_flankers)",
                             range=(0, 10_000_000))
-    center_size: tuple = field((0.08, 0.2), "[min, max] centre-circle diameter (fraction of canvas_size)",
+    center_size: tuple = field((0.1, 0.4), "[min, max] centre-circle diameter (fraction of canvas_size)",
                                range=(0.01, 0.5))
-    small_flanker_size: tuple = field((0.04, 0.07), "[min, max] small flanker diameter (fraction)",
+    small_flanker_size: tuple = field((0.04, 0.15), "[min, max] small flanker diameter (fraction)",
                                       range=(0.01, 0.5))
-    big_flanker_size: tuple = field((0.15, 0.2), "[min, max] big flanker diameter (fraction)", range=(0.01, 0.5))
-    small_flanker_count: tuple = field((8, 12), "[min, max] number of small flankers", range=(1, 64))
-    big_flanker_count: tuple = field((4, 6), "[min, max] number of big flankers", range=(1, 64))
-    scrambled_count: tuple = field((4, 12), "[min, max] number of scattered flankers (scrambled)", range=(1, 64))
-    gap: tuple = field((0.02, 0.05), "[min, max] gap between the centre circle and the flanker ring (fraction)",
+    big_flanker_size: tuple = field((0.24, 0.3), "[min, max] big flanker diameter (fraction)", range=(0.01, 0.5))
+    small_flanker_count: tuple = field((8, 8), "[min, max] number of small flankers", range=(1, 64))
+    big_flanker_count: tuple = field((5, 5), "[min, max] number of big flankers", range=(1, 64))
+    scrambled_count: tuple = field((5, 5), "[min, max] number of scattered flankers (scrambled)", range=(1, 64))
+    scrambled_flanker_size: tuple = field((0.04, 0.3), "[min, max] diameter of a scattered flanker (fraction)",
+                                          range=(0.01, 0.5))
+    gap: tuple = field((0.02, 0.02), "[min, max] gap between the centre circle and the flanker ring (fraction)",
                        range=(0.0, 0.3))
+    flanker_overlap: bool = field(True, "true: every flanker drawn, even where flankers overlap one another, the "
+                                  "centre circle (scrambled) or the border (the original); false: a ring keeps only "
+                                  "as many flankers as fit without touching, scattered ones stay clear of the "
+                                  "centre, of each other and inside the canvas, and the ring must fit the canvas")
     center_color: tuple = field((255, 0, 0), "RGB of the centre circle", range=(0, 255))
     flanker_color: tuple = field((255, 255, 255), "RGB of the flankers", range=(0, 255))
 
@@ -315,13 +483,15 @@ class EbbinghausConfig(MindsetConfig):
         for name in ("center_color", "flanker_color"):
             check_rgb(name, getattr(self, name))
         for name, lo, hi in (("center_size", .01, .5), ("small_flanker_size", .01, .5),
-                             ("big_flanker_size", .01, .5), ("small_flanker_count", 1, 64),
-                             ("big_flanker_count", 1, 64), ("scrambled_count", 1, 64), ("gap", 0, .3)):
+                             ("big_flanker_size", .01, .5), ("scrambled_flanker_size", .01, .5),
+                             ("small_flanker_count", 1, 64), ("big_flanker_count", 1, 64),
+                             ("scrambled_count", 1, 64), ("gap", 0, .3)):
             _check_range(self, name, lo, hi)
         reach = self.center_size[1] / 2 + self.gap[1] + self.big_flanker_size[1]
-        if reach > 0.5:
+        if reach > 0.5 and not self.flanker_overlap:
             raise ConfigError(f"center_size max/2 + gap max + big_flanker_size max = {reach:.2f} of the canvas: "
-                              "the big-flanker ring leaves the canvas (must be <= 0.5); lower them")
+                              "the big-flanker ring leaves the canvas (must be <= 0.5 with flanker_overlap=false); "
+                              "lower them or set flanker_overlap=true")
 
 
 def ebbinghaus_items(cfg: EbbinghausConfig, seed: int):
@@ -335,9 +505,13 @@ def ebbinghaus_items(cfg: EbbinghausConfig, seed: int):
             circles = []
             if cond == "scrambled":
                 n_f = int(rng.integers(cfg.scrambled_count[0], cfg.scrambled_count[1] + 1))
-                lo = min(cfg.small_flanker_size[0], cfg.big_flanker_size[0])
-                hi = max(cfg.small_flanker_size[1], cfg.big_flanker_size[1])
+                lo, hi = cfg.scrambled_flanker_size
                 for _ in range(n_f):
+                    if cfg.flanker_overlap:  # anywhere: the centre uniform over the canvas
+                        r = float(rng.uniform(lo, hi)) * S / 2
+                        x, y = rng.uniform(0, S, 2)
+                        circles.append((float(x), float(y), r))
+                        continue
                     for _try in range(2000):  # random sizes and places; clear of the centre and each other
                         r = float(rng.uniform(lo, hi)) * S / 2
                         x, y = rng.uniform(r + 1, S - r - 1, 2)
@@ -352,9 +526,9 @@ def ebbinghaus_items(cfg: EbbinghausConfig, seed: int):
                 count = cfg.small_flanker_count if cond == "small_flankers" else cfg.big_flanker_count
                 flanker_r = _uniform(rng, size) * S / 2
                 ring_r = rc + _uniform(rng, cfg.gap) * S + flanker_r
-                # as many as asked, at most as many as fit on the ring without touching (1 px apart)
-                fit = int(math.pi / math.asin(min(1.0, (flanker_r + 1) / ring_r)))
-                n_f = min(int(rng.integers(count[0], count[1] + 1)), fit)
+                n_f = int(rng.integers(count[0], count[1] + 1))
+                if not cfg.flanker_overlap:  # at most as many as fit on the ring without touching (1 px apart)
+                    n_f = min(n_f, int(math.pi / math.asin(min(1.0, (flanker_r + 1) / ring_r))))
                 shift = float(rng.uniform(0, 360 / n_f))  # the ring's rotation (the original's Shift)
                 for j in range(n_f):
                     a = math.radians(shift + 360 * j / n_f)
@@ -376,13 +550,22 @@ def ebbinghaus_render(cfg: EbbinghausConfig, item: Item):
     return to_uint8(img), {}
 
 
+EBB_COUNTS = {"n_scrambled": 5000, "n_illusory": 50}
 register_mindset(
     "ebbinghaus", EbbinghausConfig,
     "Ebbinghaus (Titchener circles): a red centre circle ringed by small or big white flankers, or with "
     "flankers of random sizes scattered; decoder target center_size_norm (diameter / canvas)",
     "mindset-vision.txt C.2.3; Ebbinghaus 1902", items=ebbinghaus_items, render=ebbinghaus_render,
     conditions=("scrambled", "small_flankers", "big_flankers"),
-    paper={"n_scrambled": 5000, "n_illusory": 50}, lite={"n_scrambled": 4, "n_illusory": 4},
+    paper={**EBB_COUNTS, "center_size": [0.1, 0.4], "small_flanker_size": [0.04, 0.15],
+           "big_flanker_size": [0.24, 0.3], "small_flanker_count": [8, 8], "big_flanker_count": [5, 5],
+           "scrambled_count": [5, 5], "scrambled_flanker_size": [0.04, 0.3], "gap": [0.02, 0.02],
+           "flanker_overlap": True},
+    lite={"n_scrambled": 4, "n_illusory": 4},
+    presets={"clean": {**EBB_COUNTS, "center_size": [0.08, 0.2], "small_flanker_size": [0.04, 0.07],
+                       "big_flanker_size": [0.15, 0.2], "small_flanker_count": [8, 12], "big_flanker_count": [4, 6],
+                       "scrambled_count": [4, 12], "scrambled_flanker_size": [0.04, 0.2], "gap": [0.02, 0.05],
+                       "flanker_overlap": False}},
     figure="MindSet Fig. 2 (decoder panel) and Fig. 3")
 
 

@@ -1,13 +1,15 @@
 """MindSet Weber's law (``mindset-vision.txt`` C.1.1; after Jacob et al., 2021): one horizontal line per
 image, its length and grey level swept on a grid.
 
-The original: lengths 5..49 px step 1 (``max_line_length=50`` exclusive) × grey 50..250 step 20
-(``max_grayscale=255`` exclusive) = 45 × 11 = 495 conditions, width 2 px, one image per condition unless the
-width is random (1-5 px). Here every image is annotated (the original wrote only the last sample of each
-condition). The line is a butt-capped stroke centred on (cx, cy): exactly ``length`` px long and ``width``
-px wide, so its drawn area is length × width px (antialiased edges carry the fractional coverage). Its
-centre is drawn uniformly such that the line lies inside the canvas with a margin of ``margin`` px;
-``position=center`` fixes it at the canvas centre.
+The original (``weber_law/generate_dataset.py``): lengths 5..49 px step 1 (``max_line_length=50`` exclusive) ×
+grey 50..250 step 20 (``max_grayscale=255`` exclusive) = 45 × 11 = 495 conditions, width 2 px, one image per
+condition unless the width is random (1-5 px), every line at the centre of the canvas. Here every image is
+annotated (the original wrote only the last sample of each condition). The line is a butt-capped stroke
+centred on (cx, cy): exactly ``length`` px long and ``width`` px wide, so its drawn area is length × width px
+(antialiased edges carry the fractional coverage) — the original's Pillow line covers length + 1 columns (both
+end pixels), a quirk not reproduced (see ``docs/mindset.md``). ``position=center`` (``paper``) puts the centre
+at the canvas centre (S/2, S/2), as the original; ``position=random`` (preset ``clean``, Vantage's earlier
+variant) draws it uniformly such that the line lies inside the canvas with a margin of ``margin`` px.
 
 Conditions are the grey level (folders ``grey_050`` …); length, width, grey and position are columns.
 Similarity-judgment use: distances between images of one grey level against the log length ratio (and
@@ -33,7 +35,8 @@ class WeberConfig(MindsetConfig):
     width: int = field(2, "line width (px); 0 = random 1-5 px per image (the original's width='rnd')",
                        range=(0, 64))
     samples: int = field(1, "images per (length, grey) condition", range=(1, 100_000))
-    position: str = field("random", "line centre: 'random' (uniform, line inside the margin) or 'center'",
+    position: str = field("center", "line centre: 'center' (the canvas centre, as the original) or 'random' "
+                          "(uniform, the line inside the margin)",
                           choices=("random", "center"))
     margin: int = field(10, "minimum distance from the line to the canvas border (px)", range=(0, 1024))
 
@@ -81,9 +84,9 @@ def render(cfg: WeberConfig, item: Item):
 
 
 PAPER = {"min_length": 5, "max_length": 50, "length_step": 1, "min_grey": 50, "max_grey": 255, "grey_step": 20,
-         "width": 2, "samples": 1}
+         "width": 2, "samples": 1, "position": "center"}
 LITE = {"min_length": 5, "max_length": 50, "length_step": 15, "min_grey": 50, "max_grey": 255, "grey_step": 100,
         "samples": 2}
 register_mindset("weber_law", WeberConfig, "Weber's law: a horizontal line, length × grey level",
                  "mindset-vision.txt C.1.1; Jacob et al. 2021", items=items, render=render,
-                 conditions=r"grey_\d{3}", paper=PAPER, lite=LITE)
+                 conditions=r"grey_\d{3}", paper=PAPER, lite=LITE, presets={"clean": {**PAPER, "position": "random"}})
