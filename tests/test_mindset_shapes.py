@@ -551,13 +551,15 @@ def test_same_different_paper_shape_families():
     """The original's shape family per type, from the recorded geometry of 100 pairs per type and condition:
     3-7-gons (a diff pair never has the same count), regular vertices on the radius, irregular ones moved
     along the diagonal only, the 4 line orientations, the rectangles' ±50 % side, 1 px strokes (3 wider)."""
-    from tasks.stimuli.mindset.shapes_same_different import POLYGON_TYPES, regular_offsets
+    from tasks.stimuli.mindset.shapes_same_different import (POLYGON_TYPES, original_columns, original_geometry,
+                                                             regular_offsets)
 
     gen = get_generator("mindset/same_different")
     cfg = make_config(gen, {"preset": "paper", "samples": 100})
     items = list(gen.items(cfg, 1))
-    df = pd.DataFrame([{**{k: v for k, v in it.params.items() if not k.startswith("_")}, "condition": it.condition}
-                       for it in items])
+    pairs = [original_geometry(cfg, it.params) for it in items]
+    df = pd.DataFrame([{**it.params, **original_columns(*pair), "condition": it.condition}
+                       for it, pair in zip(items, pairs)])
     assert (df.condition.value_counts() == 100).all() and len(df) == 2000
     assert make_config(gen, {"preset": "paper"}).samples * 20 == 100_000  # the original's count
     for t in POLYGON_TYPES:
@@ -567,8 +569,8 @@ def test_same_different_paper_shape_families():
         assert (g[~g.same].n_vertices_1 != g[~g.same].n_vertices_2).all(), "diff = another vertex count"
         assert set(g.line_width) == {3.0 if t == "wider_line" else 1.0}
         assert g.x1.between(30, 193).all() and g.y2.between(30, 193).all()
-    for it in items:
-        t, a, b = it.params["type"], it.params["_a"], it.params["_b"]
+    for it, (a, b, *_) in zip(items, pairs):
+        t = it.params["type"]
         if it.params["same"]:
             assert a is b or np.array_equal(a["points"], b["points"])
         if t == "regular":

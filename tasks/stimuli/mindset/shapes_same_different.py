@@ -139,8 +139,15 @@ def squares_path(side: int, mirrored: bool) -> np.ndarray:
 
 def _spec(points, closed: bool, filled: bool, width: float, cap: str, rotation: int = 0, raster: bool = True) -> dict:
     pts = np.asarray(points, int)
+    lo, hi = pts.min(0).tolist(), pts.max(0).tolist()  # the box, kept for the quick tests of ``apart``
     return {"points": pts, "closed": closed, "filled": filled, "width": width, "cap": cap, "rotation": int(rotation),
-            "raster": raster}
+            "raster": raster, "lo": lo, "hi": hi}
+
+
+def _two_of(rng: np.random.Generator, values) -> tuple:
+    """Two different values of ``values``, uniformly (the original's ``random.sample(values, 2)``)."""
+    i, j = int(rng.integers(len(values))), int(rng.integers(len(values) - 1))
+    return values[i], values[j + (j >= i)]
 
 
 def original_pair(kind: str, same: bool, cfg: SameDiffConfig, rng: np.random.Generator):
@@ -153,7 +160,7 @@ def original_pair(kind: str, same: bool, cfg: SameDiffConfig, rng: np.random.Gen
         r = s
         max_dev = int(r * IRREGULARITY)
         margin = int(r + max_dev)
-        sides = rng.choice(np.arange(3, 8), 2, replace=False)
+        sides = _two_of(rng, (3, 4, 5, 6, 7))
         rots = rng.integers(0, 361, 2)
         anchors = rng.integers(margin, W - margin, 4)
         width = cfg.wider_line_width if kind == "wider_line" else cfg.line_width
@@ -169,7 +176,7 @@ def original_pair(kind: str, same: bool, cfg: SameDiffConfig, rng: np.random.Gen
         b = a if same else one(sides[1], rots[1])
         return a, b, anchors[:2], anchors[2:]
     if kind == "straight_lines":
-        o = rng.choice(LINE_ORIENTATIONS, 2, replace=False)
+        o = _two_of(rng, LINE_ORIENTATIONS)
         lo, hi = int(s / 2) + 2, W - int(s / 2 + 2)
         anchors = rng.integers(lo, hi, 4)
         a = _spec(line_offsets(s, int(o[0])), False, False, cfg.line_width, "square", o[0])
@@ -179,7 +186,7 @@ def original_pair(kind: str, same: bool, cfg: SameDiffConfig, rng: np.random.Gen
     if kind == "rectangles":
         wb, hb = side, side
         if not same:
-            changed = side + (side // 2) * int(rng.choice([-1, 1]))
+            changed = side + (side // 2) * (1 if rng.integers(2) else -1)
             if rng.uniform() < 0.5:
                 wb = changed
             else:
@@ -188,7 +195,8 @@ def original_pair(kind: str, same: bool, cfg: SameDiffConfig, rng: np.random.Gen
         ax, ay = rng.integers(2, W - (side + 2), 2)
         bx, by = rng.integers(2, W - (wb + 2)), rng.integers(2, W - (hb + 2))
         box = lambda w, h: _spec([(0, 0), (w, 0), (w, h), (0, h)], True, False, cfg.line_width, "square")  # noqa: E731
-        return box(side, side), box(wb, hb), (ax, ay), (bx, by)
+        a = box(side, side)
+        return a, (a if same else box(wb, hb)), (ax, ay), (bx, by)
     if kind in ("open_squares", "closed_squares"):
         closed = kind == "closed_squares"
         anchors = rng.integers(1, W - 2 * side, 4)
@@ -261,10 +269,12 @@ def apart(a: dict, b: dict, anchor_a, anchor_b) -> bool:
     """Whether shapes ``a`` and ``b`` at their anchors stand apart: every stroke centreline of one at least
     ``GAP`` px + both (nominal) half widths from every stroke of the other, and neither inside the other's
     closed outline. Shapes whose boxes are that far apart are accepted without the pairwise test."""
-    pa, pb = a["points"] + np.asarray(anchor_a), b["points"] + np.asarray(anchor_b)
+    (xa, ya), (xb, yb) = (int(v) for v in anchor_a), (int(v) for v in anchor_b)
     need = GAP + (a["width"] + b["width"]) / 2
-    if (pa.min(0) - pb.max(0) >= need).any() or (pb.min(0) - pa.max(0) >= need).any():
+    if (a["lo"][0] + xa - b["hi"][0] - xb >= need or b["lo"][0] + xb - a["hi"][0] - xa >= need
+            or a["lo"][1] + ya - b["hi"][1] - yb >= need or b["lo"][1] + yb - a["hi"][1] - ya >= need):
         return True
+    pa, pb = a["points"] + (xa, ya), b["points"] + (xb, yb)
     if _segments_distance(_segments(pa, a["closed"]), _segments(pb, b["closed"])) < need:
         return False
     return not ((a["closed"] and _inside(pb, pa)) or (b["closed"] and _inside(pa, pb)))
@@ -275,28 +285,40 @@ def _original_shape(spec: dict):
     return union(polygon(spec["points"] + 0.5), strokes) if spec["filled"] else strokes
 
 
+def original_geometry(cfg: SameDiffConfig, p: dict):
+    """The ``original`` pair of the image with params ``p``: (shape a, shape b, anchor a, anchor b, colour),
+    drawn from the item's generator until the shapes stand apart (:func:`apart`). Done when the image is
+    rendered (in the writer's workers, not in the serial items pass); the render returns the columns."""
+    rng = item_rng(p["_seed"], p["type"], p["same"], p["sample"])
+    while True:
+        a, b, pa, pb = original_pair(p["type"], p["same"], cfg, rng)
+        if apart(a, b, pa, pb):
+            break
+    colour = rng.integers(1, 256, 3) if p["type"] == "rnd_color" else cfg.shape_color
+    return a, b, (int(pa[0]), int(pa[1])), (int(pb[0]), int(pb[1])), colour
+
+
+def original_columns(a: dict, b: dict, pa, pb, colour) -> dict:
+    """The annotation columns of an ``original`` pair: anchors, vertex counts, rotations (deg), each shape's
+    box (px, between extreme vertices), the stroke width asked for, the colour."""
+    return {"x1": pa[0], "y1": pa[1], "x2": pb[0], "y2": pb[1],
+            "n_vertices_1": len(a["points"]), "n_vertices_2": len(b["points"]),
+            "rotation_1": a["rotation"], "rotation_2": b["rotation"],
+            "box_w_1": a["hi"][0] - a["lo"][0], "box_h_1": a["hi"][1] - a["lo"][1],
+            "box_w_2": b["hi"][0] - b["lo"][0], "box_h_2": b["hi"][1] - b["lo"][1],
+            "line_width": float(a["width"]), **rgb_columns("shape", colour)}
+
+
 def _original_items(cfg: SameDiffConfig, seed: int):
+    fixed = background_params(cfg, None) if cfg.background == "fixed" else None
     for t in cfg.types:
         for same in (True, False):
             for k in range(cfg.samples):
-                rng = item_rng(seed, t, same, k)
-                while True:
-                    a, b, pa, pb = original_pair(t, same, cfg, rng)
-                    if apart(a, b, pa, pb):
-                        break
-                colour = rng.integers(1, 256, 3) if t == "rnd_color" else cfg.shape_color
                 cond = f"{t}_{'same' if same else 'diff'}"
-                ext_a, ext_b = np.ptp(a["points"], axis=0), np.ptp(b["points"], axis=0)
+                bg = fixed or background_params(cfg, item_rng(seed, "background", t, same, k))
                 yield Item(cond, f"{cond}_{k:06d}",
                            {"design": "original", "type": t, "same": same, "sample": k,
-                            "x1": int(pa[0]), "y1": int(pa[1]), "x2": int(pb[0]), "y2": int(pb[1]),
-                            "n_vertices_1": len(a["points"]), "n_vertices_2": len(b["points"]),
-                            "rotation_1": a["rotation"], "rotation_2": b["rotation"],
-                            "box_w_1": int(ext_a[0]), "box_h_1": int(ext_a[1]), "box_w_2": int(ext_b[0]),
-                            "box_h_2": int(ext_b[1]), "shape_size": float(cfg.shape_size),
-                            "line_width": float(a["width"]),
-                            **rgb_columns("shape", colour), **background_params(cfg, rng),
-                            "_a": a, "_b": b})
+                            "shape_size": float(cfg.shape_size), **bg, "_seed": int(seed)})
 
 
 # ---------------------------------------------------------------------------------------------- clean
@@ -398,35 +420,36 @@ def _items(cfg: SameDiffConfig, seed: int):
     yield from (_original_items if cfg.design == "original" else _clean_items)(cfg, seed)
 
 
-def pair_shapes(cfg: SameDiffConfig, p: dict):
-    """The two shapes of the image with params ``p``, each about its own origin (place at x1, y1 / x2, y2)."""
-    if cfg.design == "original":
-        return _original_shape(p["_a"]), _original_shape(p["_b"])
-    a, b = _clean_shapes(cfg, p)
-    return (_clean_shape(a), _clean_shape(a) if b is a else _clean_shape(b))
-
-
 def _render(cfg: SameDiffConfig, item, reuse: bool = True):
-    """The two shapes painted at their anchors. A ``same`` pair is sampled once: moved by whole pixels, a shape
-    meets the same sub-pixel samples (exact in binary) with the same arithmetic, so its coverage block is the
-    same (``reuse=False`` samples both, the plain twin; tests compare)."""
+    """The two shapes painted at their anchors (``original``: the pair is drawn here, its columns returned). A
+    ``same`` pair is sampled once: moved by whole pixels, a shape meets the same sub-pixel samples (exact in
+    binary) with the same arithmetic, so its coverage block is the same (``reuse=False`` samples both, the
+    plain twin; tests compare)."""
     p = item.params
-    a, b = pair_shapes(cfg, p)
+    if cfg.design == "original":
+        sa, sb, (x1, y1), (x2, y2), colour = original_geometry(cfg, p)
+        a, b = _original_shape(sa), (None if sb is sa else _original_shape(sb))
+        extra = original_columns(sa, sb, (x1, y1), (x2, y2), colour)
+        rgb = tuple(int(v) for v in colour)
+    else:
+        sa, sb = _clean_shapes(cfg, p)
+        a, b = _clean_shape(sa), (None if sb is sa else _clean_shape(sb))
+        (x1, y1, x2, y2), extra = (p["x1"], p["y1"], p["x2"], p["y2"]), {}
+        rgb = (p["shape_r"], p["shape_g"], p["shape_b"])
     img = new_canvas(cfg.canvas_size, background_rgb(p))
-    rgb = (p["shape_r"], p["shape_g"], p["shape_b"])
-    if reuse and p["same"]:
+    if reuse and b is None:
         size = cfg.canvas_size
-        cov, (r0, c0) = coverage(translate(a, p["x1"], p["y1"]), size, cfg.antialias)
-        r2, c2 = r0 + p["y2"] - p["y1"], c0 + p["x2"] - p["x1"]
+        cov, (r0, c0) = coverage(translate(a, x1, y1), size, cfg.antialias)
+        r2, c2 = r0 + y2 - y1, c0 + x2 - x1
         h, w = cov.shape
         # both blocks whole (not clipped by the canvas), so the second is the first moved by whole pixels
         if cov.size and min(r0, c0, r2, c2) > 0 and max(r0, r2) + h < size and max(c0, c2) + w < size:
             paint_coverage(img, cov, (r0, c0), rgb)
             paint_coverage(img, cov, (r2, c2), rgb)
-            return to_uint8(img), {}
-    paint(img, translate(a, p["x1"], p["y1"]), rgb, cfg.antialias)
-    paint(img, translate(b, p["x2"], p["y2"]), rgb, cfg.antialias)
-    return to_uint8(img), {}
+            return to_uint8(img), extra
+    paint(img, translate(a, x1, y1), rgb, cfg.antialias)
+    paint(img, translate(a if b is None else b, x2, y2), rgb, cfg.antialias)
+    return to_uint8(img), extra
 
 
 register_mindset("same_different", SameDiffConfig, "two shapes, identical up to translation or not, in 10 SVRT-1 "
