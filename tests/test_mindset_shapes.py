@@ -107,6 +107,9 @@ def test_viewpoint_sets_41_views_and_the_recorded_view_reproduces_the_image(tmp_
     ("global_change", {"fragment_gap": 60}, "fragment_gap=60 is out of range [0,"),
     ("dotted_line_drawings", {"dot_distance": 1.0}, "dot_distance=1.0 is out of range [2.0, 100.0]"),
     ("viewpoint_invariance", {"min_inclination": 80.0, "max_inclination": 85.0}, "keep none of the view inclinations"),
+    ("same_different", {"shape_size": 40.0}, "shape_size=40.0 is out of range [6, 32] for design='original'"),
+    ("embedded_figures", {"shape_size": 200.0, "canvas_size": 150},
+     "shape_size=200.0 is out of range [10, 146] for design='original' on canvas_size=150"),
 ])
 def test_bad_input_fails_before_writing(tmp_path, name, params, message):
     with pytest.raises(ConfigError) as e:
@@ -171,7 +174,7 @@ def test_same_pairs_sampled_once_equal_the_plain_twin():
     from tasks.stimuli.mindset.shapes_same_different import _render
 
     gen = get_generator("mindset/same_different")
-    for params in ({"samples": 4}, {"samples": 3, "shape_size": 17.0, "line_width": 1.3, "canvas_size": 120},
+    for params in ({"samples": 4}, {"samples": 3, "shape_size": 17.0, "line_width": 1.3, "canvas_size": 160},
                    {"samples": 2, "antialias": False}, {"preset": "clean", "samples": 4},
                    {"preset": "clean", "samples": 3, "shape_size": 23.5, "line_width": 1.3, "canvas_size": 80},
                    {"preset": "clean", "samples": 2, "antialias": False}):

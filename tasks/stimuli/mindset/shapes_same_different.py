@@ -90,20 +90,27 @@ class SameDiffConfig(MindsetConfig):
     def __post_init__(self):
         super().__post_init__()
         check_rgb("shape_color", self.shape_color)
-        w = max(self.line_width, self.wider_line_width)
         if self.design == "original":
-            # the largest extent: a perturbed polygon reaches 1.5 s from its centre; the squares span 2 s
-            need = max(3 * int(self.shape_size + int(self.shape_size * IRREGULARITY)), 2 * 2 * int(self.shape_size))
-            if need + 2 * GAP + 4 * w + 8 > self.canvas_size:
-                raise ConfigError(f"shape_size={self.shape_size} is out of range: two shapes of that size do not fit "
-                                  f"apart on canvas_size={self.canvas_size} (at most "
-                                  f"{(self.canvas_size - 8 - 2 * GAP - 4 * w) / 4:.0f})")
+            w = max(self.line_width, self.wider_line_width)
+            if not _fits_apart(self.shape_size, w, self.canvas_size):
+                top = max((v for v in range(6, 101) if _fits_apart(v, w, self.canvas_size)), default=None)
+                raise ConfigError(f"shape_size={self.shape_size} is out of range [6, {top}] for design='original' "
+                                  f"on canvas_size={self.canvas_size}: two perturbed polygons (radius 1.5 × "
+                                  f"shape_size) must fit apart in the range of their centres")
         elif 2 * (self.shape_size + 4 * self.line_width) + 8 > self.canvas_size:
             raise ConfigError(f"shape_size={self.shape_size} is out of range: two shapes of that size do not fit "
                               f"side by side on canvas_size={self.canvas_size}")
 
 
 # ---------------------------------------------------------------------------------------------- original
+def _fits_apart(size: float, width: float, canvas: int) -> bool:
+    """Whether two ``original`` shapes of ``size`` can stand apart with room to spare: a perturbed polygon
+    reaches R = size + int(size / 2) from its centre, centres lie in [R, canvas - R), so the centres' range
+    must hold two such shapes, the gap and 16 px (the widest of the types: squares span 2 size < 2 R)."""
+    R = int(size + int(size * IRREGULARITY))
+    return canvas - 2 * R >= 2 * R + 2 * (GAP + width) + 16
+
+
 def regular_offsets(n: int, rotation_deg: int, radius: float) -> np.ndarray:
     """int [n, 2] vertex offsets (x, y) of the original's regular polygon: ``x = int(r sin(2πi/n + rot))``,
     ``y = int(r cos(…))``, truncated towards zero (Python floats, as the original computes them)."""
