@@ -69,6 +69,11 @@ CONVENTION_UP = AXES["-y"]
 GROUND_KINDS = ("auto", "captured", "added")
 
 
+class FrameUnknown(SceneError):
+    """The scene has too little structure to estimate a canonical frame (too few opaque Gaussians): it can be
+    rendered in its file's frame, but props and labels need the frame (give ``frame.transform`` or fix the file)."""
+
+
 def _vector(value, where: str) -> tuple[float, float, float] | None:
     if value is None:
         return None
@@ -419,7 +424,7 @@ def estimate_frame(g: GaussianScene, cameras=None, hints: FrameHints = FrameHint
                               np.array([[lo[0], lo[1], 0.0], [hi[0], hi[1], hi[2]]]), 0, {}), keep
     solid = op >= params.solid_opacity  # GaussianScene guarantees finite means
     if solid.sum() < 100:
-        raise SceneError(f"{src}: only {int(solid.sum())} Gaussians with opacity >= {params.solid_opacity}; "
+        raise FrameUnknown(f"{src}: only {int(solid.sum())} Gaussians with opacity >= {params.solid_opacity}; "
                          "cannot find the object or its ground (is this a trained scene?)")
     rng = np.random.default_rng(0)
     # floaters: outside the 0.1-99.9% box (of a sample), or in small connected clusters of the occupancy grid;
@@ -454,7 +459,7 @@ def estimate_frame(g: GaussianScene, cameras=None, hints: FrameHints = FrameHint
     floaters = int((~keep).sum())
     core_idx = np.flatnonzero(solid & keep)
     if len(core_idx) < 100:
-        raise SceneError(f"{src}: fewer than 100 opaque Gaussians left after dropping floaters")
+        raise FrameUnknown(f"{src}: fewer than 100 opaque Gaussians left after dropping floaters")
     if len(core_idx) > params.sample:
         core_idx = np.sort(rng.choice(core_idx, params.sample, replace=False))
     core = g.means[core_idx].astype(np.float64)
@@ -631,5 +636,5 @@ def canonical_orbit(frame: CanonicalFrame, cameras=None):
                            height=float(max(1.45, 0.9 * hi[2])), radius_amp=0.08, height_amp=0.2)
 
 
-__all__ = ["CATEGORY_HEIGHTS_M", "CONVENTION_UP", "CanonicalFrame", "FrameHints", "FrameParams", "camera_up_and_focus",
+__all__ = ["CATEGORY_HEIGHTS_M", "CONVENTION_UP", "CanonicalFrame", "FrameUnknown", "FrameHints", "FrameParams", "camera_up_and_focus",
            "canonical_orbit", "estimate_frame", "fit_plane", "ransac_planes"]

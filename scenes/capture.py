@@ -33,9 +33,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .canonical import CATEGORY_HEIGHTS_M, CanonicalFrame, FrameHints, canonical_orbit, estimate_frame
+from .canonical import (CANONICAL_VERSION, CATEGORY_HEIGHTS_M, CanonicalFrame, FrameHints, FrameUnknown,
+                        canonical_orbit, estimate_frame)
 from .gaussians import GaussianScene, SceneError
-from .scene import Scene
+from .scene import Scene, default_orbit
 from .trajectory import OrbitTrajectory
 
 GROUND_COLOR_KIND = "paving"   # the added ground's texture (scenes.catalogue.ground_color_fn)
@@ -202,8 +203,16 @@ def load_capture(path: str | os.PathLike, frame: dict | None = None, seed: int =
     if category and not hints.category:
         hints = FrameHints.from_dict({**hints_dict, "category": category}, where=f"{path}: frame")
     cameras, cam_file = (None, None) if hints.transform is not None else find_cameras(path)
-    fr, keep = estimate_frame(g.in_world() if g.world_transform is not None else g, cameras, hints)
     g0 = g.in_world() if g.world_transform is not None else g
+    try:
+        fr, keep = estimate_frame(g0, cameras, hints)
+    except FrameUnknown as e:
+        # too little to go on (a handful of Gaussians, a test scene): render it in the file's own frame, around
+        # its Gaussians; props and labels refuse it (no object bounds), naming this reason
+        meta.update({"category": category or name, "canonical": {"version": CANONICAL_VERSION, "estimated": False,
+                                                                 "reason": str(e)},
+                     "frame_hints": hints.to_dict(), "file_gaussians": len(g0), "file_sha256": sha256_path(path)})
+        return Scene(name, g0, default_orbit(g0.means, g0.opacities, g0.scales), background, metadata=meta)
     kept = g0.subset(np.flatnonzero(keep))
     kept.world_transform = fr.transform
     world = kept.in_world()

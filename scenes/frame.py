@@ -24,6 +24,8 @@ def frame_sidecar(scene_file: str, frame: dict | None = None) -> dict:
     can = sc.metadata.get("canonical")
     if can is None:
         raise ValueError(f"scene={scene_file!r}: not a scene file (a catalogue scene is canonical already)")
+    if can.get("estimated") is False:
+        raise ValueError(f"scene={scene_file!r}: no canonical frame: {can['reason']}")
     hints = {"up": can["up_file"], "ground": can["ground_file"], "center": can["center_file"],
              "object_height_m": can["object_height_m"], "ground_mode": "added" if can["add_ground"] else "captured"}
     if sc.metadata.get("frame_hints", {}).get("category"):

@@ -73,7 +73,9 @@ class Scene:
             return np.asarray(self.meshes["object"].bounds)
         b = self.metadata.get("object_bounds")
         if b is None:
-            raise SceneError(f"{self.name}: object bounds unknown (no object mesh and no 'object_bounds' metadata)")
+            why = (self.metadata.get("canonical") or {}).get("reason")
+            raise SceneError(f"{self.name}: object bounds unknown (no object mesh and no 'object_bounds' metadata"
+                             + (f"; the canonical frame could not be estimated: {why}" if why else "") + ")")
         return np.asarray(b, float)
 
     def collision_mesh(self):

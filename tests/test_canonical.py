@@ -203,8 +203,8 @@ def test_inria_convention_with_a_tilted_ground_and_cameras(tmp_path):
 
 
 def test_a_scene_without_structure_is_refused_by_the_cli(tmp_path):
-    """A scene whose frame cannot be estimated (too few opaque Gaussians) ends in one error line, exit 2, and no
-    output folder."""
+    """A scene whose frame cannot be estimated (too few opaque Gaussians) renders in its file's frame, but props
+    are refused: one error line naming the reason, exit 2, and no output folder."""
     import os
     import subprocess
     import sys
@@ -216,7 +216,7 @@ def test_a_scene_without_structure_is_refused_by_the_cli(tmp_path):
     write_ply(g, tmp_path / "faint.ply")
     root = Path(__file__).resolve().parents[1]
     r = subprocess.run([sys.executable, "-m", "render.trajectory", f"scene={tmp_path / 'faint.ply'}",
-                        f"out={tmp_path / 'out'}", "frames=2"], capture_output=True, text=True, cwd=root,
+                        f"out={tmp_path / 'out'}", "frames=2", "props=sample"], capture_output=True, text=True, cwd=root,
                        env={**os.environ, "PYTHONPATH": str(root), "VANTAGE_CACHE": str(tmp_path / "cache")})
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert r.stderr.strip().startswith("error:") and "faint.ply" in r.stderr and "opacity" in r.stderr

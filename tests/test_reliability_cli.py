@@ -50,9 +50,12 @@ def test_ctrl_c_exits_130_with_one_line(tmp_path, cli):
                     if str(tmp_path) in ln], "no worker left running"
 
 
-def test_readme_scene_splits_example_composes():
+def test_readme_scene_splits_example_composes(tmp_path, monkeypatch):
     from tasks.threedpc.config import compose_config
 
+    monkeypatch.chdir(tmp_path)  # scene files must exist when the configuration is checked
+    for name in ("a.yaml", "b.yaml", "c.yaml"):
+        (tmp_path / name).write_text("splat: x.ply\n")
     readme = (ROOT / "README.md").read_text()
     m = re.search(r'"(scene_splits=\{[^"]+\})"', readme)
     assert m, "the README shows a scene_splits example"

@@ -89,4 +89,5 @@ LITE = {"min_length": 5, "max_length": 50, "length_step": 15, "min_grey": 50, "m
         "samples": 2}
 register_mindset("weber_law", WeberConfig, "Weber's law: a horizontal line, length × grey level",
                  "mindset-vision.txt C.1.1; Jacob et al. 2021", items=items, render=render,
-                 conditions=r"grey_\d{3}", paper=PAPER, lite=LITE, presets={"clean": {**PAPER, "position": "random"}})
+                 conditions=r"grey_\d{3}", paper=PAPER, lite=LITE, presets={"clean": {**PAPER, "position": "random"}},
+                 test_params={**LITE, "position": "random"})  # paper/lite are deterministic (centred); the seed test needs draws
