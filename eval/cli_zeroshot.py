@@ -51,10 +51,14 @@ def vlm_job(cfg) -> None:
 
     from .results import config_digest
     from .vlm import RequestSettings, VLMConfig, protocol_summary, run_vlm
+    from .vlm.run import check_best_of, check_temperatures
 
     c = _container(cfg)
     task = _zero_shot_task(c)
     try:
+        check_best_of(c["best_of"])  # the sweep's settings before any run (run_vlm checks every temperature)
+        if c["temperatures"] is not None:
+            check_temperatures(c["temperatures"])
         settings = dict(c["vlm"])
         settings["seeds"] = tuple(settings["seeds"])
         vcfg = VLMConfig(**settings)

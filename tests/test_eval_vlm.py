@@ -275,6 +275,22 @@ def test_gemini_reply_without_candidates_is_retried_never_cached_as_a_refusal(ta
     assert int(summ["n_refusal"].iloc[0]) == len(refused)
 
 
+def test_every_temperature_and_best_of_checked_before_the_first_run(task, keys, tmp_path):
+    """Issue 34.12: temperatures=[0.0, 9.0] ran (and wrote) the t=0 run before rejecting 9.0; best_of=0 was
+    accepted. Both are errors now before any request or file."""
+    from tasks.schema import ConfigError
+
+    with FakeVLMServer() as srv:
+        for temps in ([0.0, 9.0], [], "0.3"):
+            with pytest.raises(ConfigError, match="temperatures="):
+                run_vlm(task, "openai:m", VLMConfig(shots=2, n_boot=200), tmp_path / "res",
+                        _settings(srv, "openai", tmp_path), temperatures=temps, progress=False)
+        assert srv.count() == 0 and not (tmp_path / "res").exists()
+    with pytest.raises(ConfigError, match="best_of=0: must be a whole number >= 1"):
+        protocol_summary(pd.DataFrame({"model_id": ["m"], "task": ["t"], "split": ["test"], "accuracy": [0.5],
+                                       "temperature": [0.0]}), best=0)
+
+
 def test_failed_requests_pause_the_run_and_are_retried_next_time(task, keys, tmp_path):
     with FakeVLMServer() as srv:
         srv.script.extend([{"status": 400}])  # not retryable: fails at once, not cached
