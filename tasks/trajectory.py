@@ -117,12 +117,11 @@ def render_trajectory(scene: str = "bench_01", out: str | os.PathLike = "out/tra
     validate_options(frames=frames, size=size, seed=seed, fov_deg=fov_deg, backend=backend,
                      background=background, cameras=cameras, overwrite=overwrite, progress=progress, props=props)
     props = dict(props or {"mode": "none"})
+    cams = read_cameras(cameras) if cameras else None  # checked before the (slower) scene load
+    if cams is not None and not cams:
+        raise ValueError(f"cameras={cameras}: the table has no rows")
     sc = load_scene(str(scene), seed=seed)
-    if cameras:
-        cams = read_cameras(cameras)
-        if not cams:
-            raise ValueError(f"cameras={cameras}: the table has no rows")
-    else:
+    if cams is None:
         traj = sc.trajectory if fov_deg is None else dataclasses.replace(sc.trajectory, fov_deg=float(fov_deg))
         cams = traj.cameras(frames, size, size)
     bg = tuple(map(float, background)) if background is not None else tuple(sc.background)
