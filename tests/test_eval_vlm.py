@@ -282,10 +282,11 @@ def test_every_temperature_and_best_of_checked_before_the_first_run(task, keys, 
 
     with FakeVLMServer() as srv:
         for temps in ([0.0, 9.0], [], "0.3"):
-            with pytest.raises(ConfigError, match="temperatures="):
+            with pytest.raises(ConfigError) as e:
                 run_vlm(task, "openai:m", VLMConfig(shots=2, n_boot=200), tmp_path / "res",
                         _settings(srv, "openai", tmp_path), temperatures=temps, progress=False)
-        assert srv.count() == 0 and not (tmp_path / "res").exists()
+            assert srv.count() == 0 and not (tmp_path / "res").exists(), f"{temps}: a run was made first"
+            assert str(e.value).startswith(f"temperatures={temps!r}"[:14]), e.value
     with pytest.raises(ConfigError, match="best_of=0: must be a whole number >= 1"):
         protocol_summary(pd.DataFrame({"model_id": ["m"], "task": ["t"], "split": ["test"], "accuracy": [0.5],
                                        "temperature": [0.0]}), best=0)
