@@ -25,7 +25,8 @@ A **scene spec** (YAML or JSON) names a trained splat and its CO3D sequence::
 Loading it (``scenes.load.load_scene("spec.yaml")``) aligns the scene to Vantage's world frame: the
 cameras' mean up vector becomes +z, the object's centre (median of the sequence's point cloud, or of the
 Gaussians near the cameras' look-at point) moves to the origin and the ground (the 2nd percentile of
-point heights) to z = 0. The recorded camera path is kept (``Scene.metadata["recorded_cameras"]``) and
+point heights) to z = 0; CO3D's arbitrary units become metres by the object's height (``object_height_m:`` in
+the spec, else its category's typical height, ``scenes.canonical.CATEGORY_HEIGHTS_M``). The recorded camera path is kept (``Scene.metadata["recorded_cameras"]``) and
 an orbit fitted to it is the scene's reference trajectory; the object's extent comes from the point cloud.
 """
 from __future__ import annotations
@@ -39,6 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from .camera import Camera
+from .canonical import CATEGORY_HEIGHTS_M
 from .gaussians import SceneError
 from .ply import load_scene_file, read_vertices
 from .scene import Scene
@@ -170,19 +172,39 @@ def load_co3d_scene(spec_path: str | os.PathLike):
         w = g.in_world() if g.world_transform is not None else g
         pts = (w.means.astype(np.float64) @ to_co3d[:3, :3].T + to_co3d[:3, 3])[w.opacities > 0.5]
     align = alignment(seq["cameras"], pts)
+    # metric scale: CO3D's reconstructions have arbitrary units; the object's height (95th percentile of the
+    # point heights above the ground) is set to the spec's object_height_m, else its category's typical height
+    p = pts @ align[:3, :3].T + align[:3, 3]
+    height = float(np.percentile(p[:, 2], 95))
+    target_h = spec.get("object_height_m") or CATEGORY_HEIGHTS_M.get(str(spec["category"]))
+    scale = float(target_h) / height if target_h and height > 0 else 1.0
+    align = np.diag([scale, scale, scale, 1.0]) @ align
     to_world = align @ to_co3d @ (g.world_transform if g.world_transform is not None else np.eye(4))
     g.world_transform = to_world
-    cams = [dataclasses.replace(c, w2c=c.w2c @ np.linalg.inv(align)) for c in seq["cameras"]]
-    p = pts @ align[:3, :3].T + align[:3, 3]
+    cams = [_moved_camera(c, align) for c in seq["cameras"]]
+    p = p * scale
     lo, hi = np.percentile(p, 5, axis=0), np.percentile(p, 95, axis=0)
     lo[2] = 0.0
     target = ((lo + hi) / 2).tolist()
     fov = float(np.median([c.fov_x_deg for c in cams]))
     name = spec.get("name") or f"{spec['category']}_{spec['sequence']}"
     meta = {"file": str(splat), "category": spec["category"], "co3d_sequence": str(spec["sequence"]),
-            "object_bounds": [lo.tolist(), hi.tolist()], "alignment": align.tolist(),
+            "object_bounds": [lo.tolist(), hi.tolist()], "alignment": align.tolist(), "scale": scale,
+            "height_source": ("spec" if spec.get("object_height_m") else f"category:{spec['category']}") if target_h
+            else "co3d units (unknown category: give object_height_m)",
             "recorded_cameras": [c.as_row() for c in cams], "frame_numbers": seq["frame_numbers"]}
     return Scene(name, g, fit_orbit(cams, target, fov), (0.0, 0.0, 0.0), metadata=meta)
+
+
+def _moved_camera(cam: Camera, sim: np.ndarray) -> Camera:
+    """``cam`` after its world is moved by the similarity ``sim`` (rotation × uniform scale + translation): the
+    same image of the moved scene (the camera turns with the rotation; its centre moves with the scale)."""
+    s = float(np.cbrt(np.linalg.det(sim[:3, :3])))
+    r = sim[:3, :3] / s
+    w2c = np.eye(4)
+    w2c[:3, :3] = cam.w2c[:3, :3] @ r.T
+    w2c[:3, 3] = -w2c[:3, :3] @ (sim[:3, :3] @ cam.center + sim[:3, 3])
+    return dataclasses.replace(cam, w2c=w2c)
 
 
 def square_crop(cam: Camera, size: int) -> Camera:

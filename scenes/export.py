@@ -1,10 +1,14 @@
-"""Export a catalogue scene to an INRIA 3DGS ``.ply`` (plus a JSON sidecar with its trajectory).
+"""Export a catalogue scene to a scene file (plus a JSON sidecar with its trajectory).
 
     python -m scenes.export name=bench_01 out=bench_01.ply
+    python -m scenes.export name=car_02 out=car_02.splat sidecar=false
     python -m scenes.export --list
 
-The sidecar ``<out>.json`` holds what the format cannot: the reference trajectory, the background
-colour, the object's bounds and the catalogue metadata. ``render.trajectory scene=<out>`` reads it.
+The format follows the suffix of ``out`` (any writable format of :mod:`scenes.formats`: INRIA ``.ply``,
+``.compressed.ply``, ``.splat``, ``.sog``, ``.spz``, ``.ksplat``); the compressed formats quantise (see
+each format's module). The sidecar ``<out>.json`` holds what the formats cannot: the reference trajectory,
+the background colour, the object's bounds and the catalogue metadata. ``render.trajectory scene=<out>``
+reads it; ``sidecar=false`` writes the scene file alone.
 """
 from __future__ import annotations
 
@@ -14,34 +18,41 @@ import sys
 from pathlib import Path
 
 
-def export_scene(name: str, out: str | os.PathLike, seed: int = 0) -> Path:
-    """Build catalogue scene ``name`` (with ``seed``) and write ``out`` (``.ply``) and ``<out>.json``,
-    each atomically. Checks every argument first (``ValueError`` / ``SceneError`` naming it)."""
+def export_scene(name: str, out: str | os.PathLike, seed: int = 0, sidecar: bool = True) -> Path:
+    """Build catalogue scene ``name`` (with ``seed``) and write ``out`` (format from its suffix) and, unless
+    ``sidecar`` is false, ``<out>.json``, each atomically. Checks every argument first (``ValueError`` /
+    ``SceneError`` naming it)."""
     from .catalogue import build, parse_name
-    from .ply import write_ply
+    from .formats import formats, write_scene_file
+    from .formats.registry import SceneFormat
 
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ValueError(f"seed={seed!r}: must be a whole number >= 0")
+    if not isinstance(sidecar, bool):
+        raise ValueError(f"sidecar={sidecar!r}: must be true or false")
     parse_name(str(name))  # unknown names fail here, before any work
     out = Path(str(out))
-    if out.suffix.lower() != ".ply":
-        raise ValueError(f"out={str(out)!r}: must name a .ply file (e.g. out={name}.ply)")
-    if out.is_dir():
-        raise ValueError(f"out={str(out)!r} is a folder; name a .ply file inside it")
+    writable: list[SceneFormat] = [f for f in formats() if f.write is not None]
+    lower = out.name.lower()
+    if out.is_dir() or not any(lower.endswith(s) for f in writable for s in f.suffixes):
+        others = sorted({s for f in writable for s in f.suffixes} - {".ply"})
+        raise ValueError(f"out={str(out)!r}: must name a .ply file or another scene file ({', '.join(others)}) "
+                         f"(e.g. out={name}.ply)")
     scene = build(name, seed)
-    write_ply(scene.gaussians, out)
-    from .files import atomic_write_text
+    write_scene_file(scene.gaussians, out)
+    if sidecar:
+        from .files import atomic_write_text
 
-    atomic_write_text(out.with_name(out.name + ".json"), json.dumps(scene.sidecar(), indent=2))
+        atomic_write_text(out.with_name(out.name + ".json"), json.dumps(scene.sidecar(), indent=2))
     return out
 
 
 def _cli_job(kw: dict) -> str:
-    unknown = sorted(set(kw) - {"name", "seed", "out"})
+    unknown = sorted(set(kw) - {"name", "seed", "out", "sidecar"})
     if unknown:
-        raise ValueError(f"unknown setting(s) {unknown}; known: name, seed, out")
-    path = export_scene(kw["name"], kw["out"], kw["seed"])
-    return f"wrote {path} and {path}.json"
+        raise ValueError(f"unknown setting(s) {unknown}; known: name, seed, out, sidecar")
+    path = export_scene(kw["name"], kw["out"], kw["seed"], kw.get("sidecar", True))
+    return f"wrote {path}" + (f" and {path}.json" if kw.get("sidecar", True) else "")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,47 +1,64 @@
 """One entry point for every scene: ``load_scene(spec)`` picks the loader by what ``spec`` names.
 
-Dispatch lives here, above the loaders (catalogue, CO3D, PLY/checkpoint) and the ``Scene`` type they
-build, so every import in ``scenes`` points one way (``load -> catalogue/co3d/ply -> scene``) and none
+Dispatch lives here, above the loaders (catalogue, CO3D, captures from scene files) and the ``Scene`` type they
+build, so every import in ``scenes`` points one way (``load -> catalogue/co3d/capture -> scene``) and none
 has to be deferred into a function to dodge a cycle.
 """
 from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
+from .capture import load_capture
 from .catalogue import build
 from .co3d import load_co3d_scene
+from .formats import is_scene_path
 from .gaussians import SceneError
-from .ply import load_scene_file
-from .scene import Scene, default_orbit
-from .trajectory import OrbitTrajectory
+from .scene import Scene
 
-__all__ = ["load_scene"]
+__all__ = ["is_file_spec", "load_scene"]
+
+SPEC_SUFFIXES = (".yaml", ".yml", ".json")
 
 
-def load_scene(spec: str, seed: int = 0) -> Scene:
-    """Resolve ``spec``: a catalogue name (``bench_01``), a path to a ``.ply`` / gsplat ``.pt`` file, or a
+def is_file_spec(spec: str) -> bool:
+    """True when ``spec`` names a file or folder (a scene file of any format, an unzipped SOG, a CO3D scene
+    spec) rather than a catalogue scene: a scene path (``scenes.formats.is_scene_path``), a path separator, a
+    spec suffix, or an existing path."""
+    spec = str(spec)
+    return is_scene_path(spec) or os.path.sep in spec or spec.lower().endswith(SPEC_SUFFIXES) or os.path.exists(spec)
+
+
+_CACHE: dict = {}
+
+
+def load_scene(spec: str, seed: int = 0, frame: dict | None = None) -> Scene:
+    """Resolve ``spec``: a catalogue name (``bench_01``), a scene file in any format of ``scenes.formats``
+    (INRIA/compressed ``.ply``, ``.splat``, ``.sog`` or an unzipped SOG folder, ``.spz``, gsplat ``.pt``, …) or a
     CO3D scene spec (``.yaml``/``.json``, see ``scenes/co3d.py``).
 
-    A file may have a JSON sidecar ``<file>.json`` (written by ``scenes.export``) with the reference
-    trajectory and background; otherwise an orbit around the Gaussians is used (:func:`default_orbit`).
+    A scene file is moved into the canonical frame (+z up, ground at z = 0, object at the origin, metres;
+    ``scenes/capture.py``); ``frame`` overrides the estimate (keys of :class:`scenes.canonical.FrameHints`).
+    Scenes from files are cached per process by (path, size, modification time, ``frame``), like the
+    catalogue's: treat the returned scene as read-only.
     """
-    if spec.endswith((".yaml", ".yml", ".json")):
+    spec = str(spec)
+    if spec.lower().endswith(SPEC_SUFFIXES) and not is_scene_path(spec):
         return load_co3d_scene(spec)
-    if os.path.sep in spec or spec.endswith((".ply", ".pt", ".pth", ".ckpt")) or os.path.exists(spec):
-        gaussians = load_scene_file(spec)
-        if len(gaussians) == 0:
-            raise SceneError(f"{spec}: no Gaussians (0 vertices); a scene needs at least one")
-        side = Path(str(spec) + ".json")
-        if side.exists():
-            try:
-                info = json.loads(side.read_text())
-                traj = OrbitTrajectory(**{k: tuple(v) if isinstance(v, list) else v for k, v in info["trajectory"].items()})
-            except (KeyError, TypeError, ValueError) as e:
-                raise SceneError(f"{side}: malformed scene sidecar ({type(e).__name__}: {e})") from e
-            return Scene(info.get("name", Path(spec).stem), gaussians, traj, tuple(info.get("background", (0, 0, 0))),
-                         metadata={**info.get("metadata", {}), "file": str(spec)})
-        g = gaussians.in_world()
-        return Scene(Path(spec).stem, gaussians, default_orbit(g.means, g.opacities, g.scales), metadata={"file": str(spec)})
+    if is_file_spec(spec):
+        if not os.path.exists(spec):
+            raise SceneError(f"{spec}: no such file")
+        st = os.stat(spec)
+        key = (os.path.realpath(spec), st.st_size, st.st_mtime_ns, json.dumps(frame or {}, sort_keys=True, default=str),
+               seed)
+        side = spec + ".json"
+        if os.path.exists(side):
+            key += (os.stat(side).st_mtime_ns,)
+        if key not in _CACHE:
+            if len(_CACHE) >= 4:
+                _CACHE.pop(next(iter(_CACHE)))
+            _CACHE[key] = load_capture(spec, frame, seed)
+        return _CACHE[key]
+    if frame:
+        raise SceneError(f"{spec}: frame overrides apply to scene files only (a catalogue scene is canonical)")
     return build(spec, seed)

@@ -12,8 +12,8 @@ therefore become thin closed slabs — what ray casting needs.
 
 The grid covers ``bounds`` (default: the object's bounds from the scene sidecar grown by ``margin``,
 else the 2nd-98th percentile box of the Gaussians), with ``resolution`` voxels along its longest side.
-The result is cached next to the scene file as ``<file>.proxy.ply`` with the parameters and the file's
-size and modification time in ``<file>.proxy.json``; a change of either rebuilds it.
+The result is cached in ``$VANTAGE_CACHE/proxy/`` (:func:`cache_dir`) under a digest of what it depends on
+(the file's sha256, its canonical transform, the parameters); a change of any rebuilds it.
 """
 from __future__ import annotations
 
@@ -69,31 +69,92 @@ def proxy_mesh(gaussians, bounds: np.ndarray | None = None, params: ProxyParams 
     return mesh
 
 
-def proxy_mesh_for(scene, params: ProxyParams = ProxyParams()):
-    """The proxy mesh of a scene loaded from a file, cached next to it (rebuilt when stale)."""
+def cache_dir() -> Path:
+    """Where proxy meshes are cached: ``$VANTAGE_CACHE/proxy`` (default ``~/.cache/vantage/proxy``). Not next to
+    the scene file: captures are often read from folders the user cannot write (a shared data set)."""
+    return Path(os.environ.get("VANTAGE_CACHE") or Path.home() / ".cache" / "vantage") / "proxy"
+
+
+def _cached(key: dict, build):
+    """The mesh ``build()`` makes, cached under the sha256 of ``key`` (rebuilt when the entry is missing or
+    unreadable; a cache that cannot be written is skipped, never an error)."""
+    import hashlib
+
     import trimesh
 
-    src = scene.metadata.get("file")
-    bounds = None
-    if "object_bounds" in scene.metadata:
-        b = np.asarray(scene.metadata["object_bounds"], float)
-        bounds = np.stack([b[0] - params.margin, b[1] + params.margin])
-        bounds[0, 2] = max(bounds[0, 2], b[0, 2] - 0.1)  # ground: just below the object's base
-    if not src:
-        return proxy_mesh(scene.gaussians, bounds, params)
-    st = os.stat(src)
-    key = {"version": PROXY_VERSION, "params": dataclasses.asdict(params), "size": st.st_size, "mtime_ns": st.st_mtime_ns,
-           "bounds": None if bounds is None else bounds.tolist()}
-    cache, meta = Path(src + ".proxy.ply"), Path(src + ".proxy.json")
+    from .files import atomic_write_bytes, atomic_write_text
+
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]
+    cache, meta = cache_dir() / f"{digest}.ply", cache_dir() / f"{digest}.json"
     if cache.exists() and meta.exists():
         try:
             if json.loads(meta.read_text()) == key:
                 return trimesh.load(cache, force="mesh", process=False)
         except (ValueError, OSError):
             pass  # unreadable cache: rebuild
-    from .files import atomic_write_bytes, atomic_write_text
-
-    mesh = proxy_mesh(scene.gaussians, bounds, params)
-    atomic_write_bytes(cache, mesh.export(file_type="ply"))
-    atomic_write_text(meta, json.dumps(key))
+    mesh = build()
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(cache, mesh.export(file_type="ply"))
+        atomic_write_text(meta, json.dumps(key, sort_keys=True))
+    except OSError:
+        pass
     return mesh
+
+
+def _file_key(scene) -> dict:
+    """What the proxy of a scene from a file depends on besides the parameters: the file (its sha256 when the
+    loader recorded it, else size and modification time), the canonical transform, the Gaussians' count."""
+    src = scene.metadata.get("file")
+    key: dict = {"version": PROXY_VERSION, "file": str(src), "gaussians": len(scene.gaussians)}
+    if scene.metadata.get("file_sha256"):
+        key["sha256"] = scene.metadata["file_sha256"]
+    elif src and os.path.exists(src):
+        st = os.stat(src)
+        key.update(size=st.st_size, mtime_ns=st.st_mtime_ns)
+    if "canonical" in scene.metadata:
+        key["transform"] = scene.metadata["canonical"]["transform"]
+    return key
+
+
+def _file_gaussians(scene):
+    """The scene's Gaussians that came from its file (world frame): not an added ground (scenes/capture.py)."""
+    g = scene.gaussians.in_world()
+    n = scene.metadata.get("file_gaussians")
+    return g.subset(np.arange(int(n))) if n is not None and int(n) < len(g) else g
+
+
+def proxy_mesh_for(scene, params: ProxyParams = ProxyParams()):
+    """The proxy mesh of a scene loaded from a file (its own Gaussians, not an added ground disc), cached
+    (:func:`cache_dir`; rebuilt when the file, the canonical transform or the parameters change)."""
+    bounds = None
+    if "object_bounds" in scene.metadata:
+        b = np.asarray(scene.metadata["object_bounds"], float)
+        bounds = np.stack([b[0] - params.margin, b[1] + params.margin])
+        bounds[0, 2] = max(bounds[0, 2], b[0, 2] - 0.1)  # ground: just below the object's base
+    if not scene.metadata.get("file"):
+        return proxy_mesh(_file_gaussians(scene), bounds, params)
+    key = {**_file_key(scene), "params": dataclasses.asdict(params), "bounds": None if bounds is None else bounds.tolist()}
+    return _cached(key, lambda: proxy_mesh(_file_gaussians(scene), bounds, params))
+
+
+def object_proxy_for(scene, params: ProxyParams = ProxyParams(resolution=128)):
+    """A proxy mesh of the object alone (the file's Gaussians inside its bounds, above the ground): what props
+    must not collide with and what the matched design's footprint and tube rules use for a scene without an
+    exact object mesh. Cached like :func:`proxy_mesh_for`."""
+    b = np.asarray(scene.object_bounds, float)
+    pad = 0.1 * (b[1] - b[0]) + 0.05
+    box = np.stack([b[0] - pad, b[1] + pad])
+    box[0, 2] = b[0, 2] + 0.01 * (b[1, 2] - b[0, 2])  # above the ground: the object, not the floor under it
+
+    def build():
+        g = _file_gaussians(scene)
+        inside = np.all((g.means >= box[0]) & (g.means <= box[1]), axis=1)
+        if inside.sum() < 10:
+            raise ValueError(f"{scene.name}: fewer than 10 Gaussians inside the object's bounds {b.tolist()}")
+        return proxy_mesh(g.subset(np.flatnonzero(inside)), box, params)
+
+    if not scene.metadata.get("file"):
+        return build()
+    key = {**_file_key(scene), "object": True, "params": dataclasses.asdict(params), "bounds": box.tolist()}
+    return _cached(key, build)

@@ -7,7 +7,9 @@ it came from the procedural catalogue or from a file:
 * ``trajectory`` — the reference viewer trajectory (:class:`~scenes.trajectory.OrbitTrajectory`).
 * ``background`` — RGB in [0, 1] behind everything.
 * ``meshes``     — exact source geometry by role ("object", "ground", "backdrop") for procedural
-  scenes; empty for scenes loaded from files (a proxy mesh is built from the Gaussians instead).
+  scenes; for captures loaded from files only what was added to them (the "ground" disc of
+  scenes/capture.py): their surfaces are proxy meshes built from the Gaussians (:meth:`Scene.occluders`,
+  :meth:`Scene.object_mesh`).
 * ``metadata``   — JSON-serialisable facts (catalogue name, category, instance, seed, source file).
 """
 from __future__ import annotations
@@ -30,18 +32,39 @@ class Scene:
     meshes: dict[str, Any] = dataclasses.field(default_factory=dict)
     metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
     _occluders: Any = dataclasses.field(default=None, init=False, repr=False, compare=False)
+    _object_mesh: Any = dataclasses.field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def exact(self) -> bool:
+        """True for scenes whose geometry is known exactly (procedural: an "object" mesh); False for captures,
+        whose surfaces are proxies built from the Gaussians (scenes/proxy.py)."""
+        return "object" in self.meshes
 
     def occluders(self):
-        """Geometry for line-of-sight ray casting: the exact meshes, or (scenes from files) a proxy mesh
-        built from the Gaussians and cached next to the file (see scenes/proxy.py)."""
+        """Geometry for line-of-sight ray casting: the exact meshes, or (scenes from files) a proxy mesh built
+        from the file's Gaussians (cached, scenes/proxy.py) plus any mesh added to the capture (its ground disc)."""
         if self._occluders is None:
-            if self.meshes:
+            if self.exact:
                 self._occluders = self.collision_mesh()
             else:
+                import trimesh
+
                 from .proxy import proxy_mesh_for
 
-                self._occluders = proxy_mesh_for(self)
+                parts = [proxy_mesh_for(self)] + list(self.meshes.values())
+                self._occluders = parts[0] if len(parts) == 1 else trimesh.util.concatenate(parts)
         return self._occluders
+
+    def object_mesh(self):
+        """The central object's surface: the exact mesh, or (captures) a proxy of the Gaussians inside its bounds
+        (:func:`scenes.proxy.object_proxy_for`); what props must not collide with."""
+        if "object" in self.meshes:
+            return self.meshes["object"]
+        if self._object_mesh is None:
+            from .proxy import object_proxy_for
+
+            self._object_mesh = object_proxy_for(self)
+        return self._object_mesh
 
     @property
     def object_bounds(self) -> np.ndarray:
@@ -57,7 +80,7 @@ class Scene:
         """All exact geometry as one trimesh (procedural scenes only)."""
         import trimesh
 
-        if not self.meshes:
+        if not self.exact:
             raise SceneError(f"{self.name}: no exact meshes (scene loaded from a file)")
         return trimesh.util.concatenate(list(self.meshes.values()))
 

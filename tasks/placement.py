@@ -276,7 +276,7 @@ def sample_placement(scene, outcome: str, rng: np.random.Generator, style: PropS
     lo, hi = scene.object_bounds
     centre = (lo[:2] + hi[:2]) / 2
     r_obj = 0.5 * float(np.linalg.norm(hi[:2] - lo[:2]))
-    obj = scene.meshes.get("object") if scene.meshes else None
+    obj = scene.object_mesh()
     occ = scene.occluders()
     want = OUTCOME_LABELS[outcome]
     for _ in range(max_tries):
@@ -446,7 +446,7 @@ def object_footprint(mesh) -> Footprint:
 def design_footprint(scene, design) -> Footprint | None:
     """The footprint ``draw_candidate`` checks visible candidates against, computed once per scene by its
     callers: None when the design has no ``clear_margin`` or the scene no object mesh."""
-    obj = scene.meshes.get("object") if scene.meshes else None
+    obj = scene.object_mesh()
     return object_footprint(obj) if obj is not None and design.clear_margin is not None else None
 
 
@@ -529,7 +529,7 @@ def draw_candidate(scene, rng: np.random.Generator, style: PropStyle, rules: Lab
     if not in_view(pl.observer, pl.target):  # above/below the frustum although it looks towards it
         counts["pool_outside_frustum_vertically"] += 1
         return None
-    obj = scene.meshes.get("object") if scene.meshes else None
+    obj = scene.object_mesh()
     if obj is not None:
         pts, rad = [np.asarray(pl.observer.position, float), pl.target.center], [pl.observer.bounding_radius(),
                                                                                   pl.target.bounding_radius]

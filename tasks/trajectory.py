@@ -102,31 +102,41 @@ def _is_number(v) -> bool:
 def render_trajectory(scene: str = "bench_01", out: str | os.PathLike = "out/trajectory", frames: int = 50,
                       size: int = 256, seed: int = 0, fov_deg: float | None = None, backend: str = "auto",
                       background: tuple[float, float, float] | None = None, cameras: str | None = None,
-                      overwrite: bool = False, progress: bool = True, props: dict | None = None) -> Path:
+                      overwrite: bool = False, progress: bool = True, props: dict | None = None,
+                      frame: dict | None = None) -> Path:
     """Render ``scene`` along its reference trajectory; returns the output folder. See module docstring.
 
     ``props`` (a ``configs/props/*.yaml`` mapping) inserts the green camera and red ball and writes a
     labels table (``labels.csv`` / ``labels.parquet``): one row per frame with the viewer's camera, the
     props' poses and sizes, ray-cast and rendered visible fractions, depth gap, labels, reason codes,
     the label-rule version and the seed.
+
+    ``frame`` (scene files only): what to use instead of the canonical frame's estimates (keys of
+    :class:`scenes.canonical.FrameHints`: ``up``, ``ground``, ``center``, ``object_height_m``, ``object_radius``,
+    ``category``, ``ground_mode``, ``transform``); unset keys (None) are estimated. The estimate is recorded in
+    ``run.json`` (``scene_metadata.canonical``).
     """
     import dataclasses
 
     from scenes.load import load_scene
 
     validate_options(frames=frames, size=size, seed=seed, fov_deg=fov_deg, backend=backend,
-                     background=background, cameras=cameras, overwrite=overwrite, progress=progress, props=props)
+                     background=background, cameras=cameras, overwrite=overwrite, progress=progress, props=props,
+                     frame=frame)
     props = dict(props or {"mode": "none"})
+    frame = frame_overrides(frame)
     cams = read_cameras(cameras) if cameras else None  # checked before the (slower) scene load
     if cams is not None and not cams:
         raise ValueError(f"cameras={cameras}: the table has no rows")
-    sc = load_scene(str(scene), seed=seed)
+    sc = load_scene(str(scene), seed=seed, frame=frame or None)
     if cams is None:
         traj = sc.trajectory if fov_deg is None else dataclasses.replace(sc.trajectory, fov_deg=float(fov_deg))
         cams = traj.cameras(frames, size, size)
     bg = tuple(map(float, background)) if background is not None else tuple(sc.background)
     config: dict[str, Any] = {"scene": str(scene), "seed": seed, "frames": len(cams), "size": size,
                               "fov_deg": fov_deg, "background": list(bg), "cameras": cameras, "props": props}
+    if frame:
+        config["frame"] = frame
     out = Path(out)
     rows_dir = out / ".rows"
 
@@ -204,8 +214,13 @@ def _is_int(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+def frame_overrides(frame: dict | None) -> dict:
+    """The set keys of a ``frame`` configuration (None = estimate; ``ground_mode: auto`` is the default)."""
+    return {k: v for k, v in dict(frame or {}).items() if v is not None and not (k == "ground_mode" and v == "auto")}
+
+
 def validate_options(*, frames, size, seed, fov_deg, backend, background, cameras, overwrite, progress,
-                     props) -> None:
+                     props, frame=None) -> None:
     """Check every option before anything is loaded, rendered or written; ``ValueError`` names the
     option, its value and what is allowed. No defaults here: they are :func:`render_trajectory`'s (and
     ``configs/trajectory.yaml`` mirrors them, checked by tests/test_configs.py)."""
@@ -245,3 +260,9 @@ def validate_options(*, frames, size, seed, fov_deg, backend, background, camera
         from .placement import sample_choice
 
         sample_choice(props)
+    if frame is not None and not isinstance(frame, dict):
+        raise ValueError(f"frame={frame!r}: must be a mapping of frame settings (frame.up=-y frame.object_height_m=1.2 …)")
+    if frame_overrides(frame):
+        from scenes.canonical import FrameHints
+
+        FrameHints.from_dict(frame_overrides(frame), where="frame")

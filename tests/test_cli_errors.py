@@ -43,7 +43,9 @@ CASES = [
     ("traj-cameras-columns", "render.trajectory cameras={d}/bad_cameras.csv out={d}/t1", "camera columns missing", "t1"),
     ("traj-props-group", "render.trajectory props=floating out={d}/t1", "props", "t1"),
     ("traj-props-mode", "render.trajectory props.mode=weird out={d}/t1", "props.mode='weird'", "t1"),
-    ("traj-unknown-key", "render.trajectory frame=3 out={d}/t1", "Could not override 'frame'", "t1"),
+    ("traj-unknown-key", "render.trajectory framez=3 out={d}/t1", "Could not override 'framez'", "t1"),
+    ("traj-frame-not-mapping", "render.trajectory frame=3 out={d}/t1", "frame=3: must be a mapping", "t1"),
+    ("traj-frame-bad-up", "render.trajectory frame.up=sideways out={d}/t1", "frame.up='sideways'", "t1"),
     ("traj-parse", "render.trajectory frames=[1 out={d}/t1", "frames=[1", "t1"),
     ("traj-seed-negative", "render.trajectory seed=-1 out={d}/t1", "seed=-1", "t1"),
     ("traj-overwrite-word", "render.trajectory overwrite=maybe out={d}/t1", "overwrite='maybe'", "t1"),
@@ -116,6 +118,33 @@ CASES = [
     ("eval-finetune-epochs", "eval finetune model=timm:test_resnet pretrained=false task={d}/ift out={d}/r1 "
      "finetune.epochs=0", "finetune.epochs=0 is not allowed", "r1"),
     ("eval-stats-missing", "eval stats results={d}/none", "none", None),
+    # scene files in every format (issue 31; fixtures from _make_format_fixtures)
+    ("traj-splat-truncated", "render.trajectory scene={d}/trunc.splat out={d}/t1",
+     "trunc.splat: truncated or not a .splat file: 100 bytes is not a multiple of 32", "t1"),
+    ("traj-splat-empty", "render.trajectory scene={d}/empty.splat out={d}/t1", "empty.splat: empty file (0 bytes)", "t1"),
+    ("traj-sog-not-sog", "render.trajectory scene={d}/notsog.sog out={d}/t1",
+     "notsog.sog: not a SOG file: the zip holds no meta.json (members: readme.txt)", "t1"),
+    ("traj-sog-missing-texture", "render.trajectory scene={d}/notex.sog out={d}/t1",
+     "notex.sog: meta.json names scales file 'scales.webp' but the zip has no member", "t1"),
+    ("traj-sog-texture-size", "render.trajectory scene={d}/small.sog out={d}/t1",
+     "small.sog: wrong texture size: quats.webp (quaternions) is 4x4 = 16 texels", "t1"),
+    ("traj-sog-version", "render.trajectory scene={d}/v3.sog out={d}/t1", "v3.sog: unsupported SOG version 3", "t1"),
+    ("traj-sog-folder", "render.trajectory scene={d}/sogdir out={d}/t1", "sogdir: meta.json is not valid JSON", "t1"),
+    ("traj-ply-fields", "render.trajectory scene={d}/fields.ply out={d}/t1",
+     "fields.ply: vertex properties ['opacity', 'scale_0', 'scale_1', 'scale_2', 'rot_0', 'rot_1', 'rot_2', 'rot_3'] "
+     "missing; found: x, y, z, f_dc_0, f_dc_1, f_dc_2", "t1"),
+    ("traj-ply-header-cut", "render.trajectory scene={d}/cut.ply out={d}/t1",
+     "cut.ply: header ends before 'end_header' (file truncated?)", "t1"),
+    ("traj-cply-chunks", "render.trajectory scene={d}/chunks.compressed.ply out={d}/t1",
+     "chunks.compressed.ply: chunk count does not match: 3 chunks for 300 vertices", "t1"),
+    ("traj-spz-truncated", "render.trajectory scene={d}/trunc.spz out={d}/t1", "trunc.spz: truncated .spz", "t1"),
+    ("traj-spz-magic", "render.trajectory scene={d}/magic.spz out={d}/t1", "magic.spz: not a .spz file: bad magic", "t1"),
+    ("traj-spz-version", "render.trajectory scene={d}/v9.spz out={d}/t1", "v9.spz: unsupported .spz version 9", "t1"),
+    ("traj-ksplat-truncated", "render.trajectory scene={d}/trunc.ksplat out={d}/t1",
+     "trunc.ksplat: truncated .ksplat: section 0 needs bytes up to", "t1"),
+    ("traj-pt-means-string", "render.trajectory scene={d}/strmeans.pt out={d}/t1",
+     "strmeans.pt: splats['means'] is a str; expected a float tensor of positions [N, 3]", "t1"),
+    ("traj-unknown-type", "render.trajectory scene={d}/mesh.obj out={d}/t1", "mesh.obj: unknown scene file type", "t1"),
     # issue 34, items 12-13: silent wrong input and tracebacks (each fails on the code before issue 34)
     ("traj-cameras-bottom-row", "render.trajectory cameras={d}/bottom_cameras.csv out={d}/t1",
      "w2c bottom row is [0.5, 0.0, 0.0, 1.0], must be [0, 0, 0, 1]", "t1"),
@@ -196,6 +225,67 @@ def _make_fixtures(d: Path) -> None:
 
     write_dataset("degraded_polygons", d / "g_done", {"per_class": 1, "levels": [0.3], "classes": ["triangle"]},
                   progress=False)
+    _make_format_fixtures(d)
+
+
+def _make_format_fixtures(d: Path) -> None:
+    """Broken scene files of every format (issue 31): each must end in one ``error:`` line naming the file."""
+    import gzip
+    import io
+    import json
+    import zipfile
+
+    import numpy as np
+    import torch
+
+    from scenes.formats.compressed_ply import write_compressed_ply
+    from scenes.formats.ksplat import encode_ksplat
+    from scenes.formats.sog import encode_sog
+    from scenes.formats.spz import encode_spz
+    from scenes.gaussians import GaussianScene
+
+    rng = np.random.default_rng(0)
+    n = 300
+    scene = GaussianScene(means=rng.normal(size=(n, 3)), quats=rng.normal(size=(n, 4)),
+                          log_scales=np.full((n, 3), -3.0), opacity_logits=np.ones(n), sh=rng.normal(size=(n, 1, 3)))
+    (d / "trunc.splat").write_bytes(bytes(100))
+    (d / "empty.splat").write_bytes(b"")
+
+    def zip_of(name: str, members: dict[str, bytes]) -> None:
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w") as z:
+            for k, v in members.items():
+                z.writestr(k, v)
+        (d / name).write_bytes(buf.getvalue())
+
+    sog = encode_sog(scene, sort=False)
+    zip_of("notsog.sog", {"readme.txt": b"not a scene"})
+    zip_of("notex.sog", {k: v for k, v in sog.items() if k != "scales.webp"})
+    small = encode_sog(scene.subset(np.arange(10)), sort=False)["quats.webp"]  # 4x4 texels, meta.json says 300
+    zip_of("small.sog", {**sog, "quats.webp": small})
+    zip_of("v3.sog", {**sog, "meta.json": json.dumps({**json.loads(sog["meta.json"]), "version": 3}).encode()})
+    (d / "sogdir").mkdir()
+    for k, v in sog.items():
+        (d / "sogdir" / k).write_bytes(v if k != "meta.json" else v[:40])
+    header = "ply\nformat binary_little_endian 1.0\nelement vertex 1\n" + "".join(
+        f"property float {p}\n" for p in PLY_PROPS[:6]) + "end_header\n"
+    (d / "fields.ply").write_bytes(header.encode() + bytes(24))
+    # write_ply's header for 219,223 Gaussians cut at 100 bytes ends in "property float " (no name): before
+    # issue 31 an IndexError ("internal error ... please report it")
+    full = "ply\nformat binary_little_endian 1.0\ncomment written by vantage\nelement vertex 219223\n" + "".join(
+        f"property float {p}\n" for p in PLY_PROPS) + "end_header\n"
+    (d / "cut.ply").write_bytes(full.encode()[:100])
+    write_compressed_ply(scene, d / "good.compressed.ply", sort=False)
+    text = (d / "good.compressed.ply").read_bytes()
+    (d / "chunks.compressed.ply").write_bytes(text.replace(b"element chunk 2\n", b"element chunk 3\n", 1))
+    spz = gzip.compress(encode_spz(scene))
+    (d / "trunc.spz").write_bytes(spz[: len(spz) // 2])
+    (d / "magic.spz").write_bytes(b"PK\x05\x06 not an spz file")
+    (d / "v9.spz").write_bytes(gzip.compress(encode_spz(scene)[:4] + (9).to_bytes(4, "little") + encode_spz(scene)[8:]))
+    (d / "trunc.ksplat").write_bytes(encode_ksplat(scene)[:6000])
+    torch.save({"splats": {"means": "not a tensor", "quats": torch.zeros(1, 4), "scales": torch.zeros(1, 3),
+                           "opacities": torch.zeros(1), "sh0": torch.zeros(1, 1, 3)}}, d / "strmeans.pt")
+    (d / "mesh.obj").write_text("v 0 0 0\n")
     # issue 34: camera tables with a wrong w2c bottom row, a fractional or huge width, an empty file
     import dataclasses
 

@@ -124,6 +124,8 @@ def test_scene_spec_aligns_to_z_up_and_keeps_images(co3d_fixture, tmp_path):
     np.testing.assert_allclose(eyes[:, 2], 1.2, atol=0.05)
     lo, hi = np.asarray(sc.metadata["object_bounds"])
     assert abs((lo[0] + hi[0]) / 2) < 0.1 and abs((lo[1] + hi[1]) / 2) < 0.1 and lo[2] == 0
+    # metres: the object's height is the hydrant category's (CO3D units are arbitrary)
+    assert hi[2] == pytest.approx(0.75) and sc.metadata["height_source"] == "category:hydrant"
     assert sc.trajectory.radius == pytest.approx(2.5, rel=0.05)
     # rendering the aligned scene from an aligned recorded camera == rendering the CO3D-frame splat
     # from the camera the annotations describe (alignment is rigid; SH degree 1 rotates along)

@@ -38,6 +38,13 @@ def test_trajectory_yaml_mirrors_render_trajectory():
     src = _signature_defaults(render_trajectory)
     src["out"] = str(src["out"])
     assert set(d) == set(src) - {"props"}, "trajectory.yaml and render_trajectory() name different settings"
+    frame = d.pop("frame")
+    from scenes.canonical import FrameHints
+
+    assert tuple(frame) == FrameHints.KEYS, "trajectory.yaml's frame keys are FrameHints' fields"
+    assert all(v is None for k, v in frame.items() if k != "ground_mode"), "every frame setting defaults to estimated"
+    assert frame["ground_mode"] == FrameHints().ground_mode
+    src.pop("frame")
     _same(d, src, "trajectory.yaml")
 
 
@@ -73,9 +80,9 @@ def test_structured_config_groups_are_their_dataclasses():
     assert d["style"] == _plain_defaults(PropStyle)
     assert d["rules"] == _plain_defaults(LabelRules)
     assert d["audit"] == _plain_defaults(AuditConfig)
-    build = _plain_defaults(BuildConfig, skip=("style", "rules", "audit", "scene_splits"))
+    build = _plain_defaults(BuildConfig, skip=("style", "rules", "audit", "scene_splits", "scene_frames"))
     assert {k: d[k] for k in build} == build
-    assert (d["scenes"], d["scene_splits"]) == ("catalogue", None)
+    assert (d["scenes"], d["scene_splits"], d["scene_frames"]) == ("catalogue", None, None)
     assert config_from_dict(d) == BuildConfig(scenes=tuple(catalogue_names()), out="x")
     for props in ("sample", "explicit"):
         p = compose("trajectory", [f"props={props}"])["props"]
@@ -98,7 +105,7 @@ def test_preset_and_section_checks_come_from_the_field_declarations():
     from tasks.schema import ConfigError, make_section
     from tasks.threedpc.config import BuildConfig
 
-    undeclared = {"scenes", "out", "scene_splits", "style", "rules", "audit"}  # required, or sections / pairs
+    undeclared = {"scenes", "out", "scene_splits", "scene_frames", "style", "rules", "audit"}  # required, or sections / pairs
     for cls, skip in ((PropStyle, set()), (BuildConfig, undeclared)):
         missing = [f.name for f in dataclasses.fields(cls) if f.name not in skip and not f.metadata.get("help")]
         assert not missing, f"{cls.__name__}: fields not declared with tasks.schema.field: {missing}"

@@ -21,6 +21,7 @@ RANK = {name: i for i, name in enumerate(LAYERS)}
 CLI_ENTRY_MODULES = {
     "render.trajectory": {"tasks.trajectory"},  # the user's command; the application lives in tasks
     "scenes.export": {"render.cli"},  # the shared CLI boundary (error lines, exit codes, Hydra composition)
+    "scenes.frame": {"render.cli"},
 }
 
 # import cycles inside a layer that are known and not yet removed (see docs/ARCHITECTURE.md, Layers)

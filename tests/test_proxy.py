@@ -37,14 +37,23 @@ def test_proxy_agrees_with_exact_mesh_on_line_of_sight(tmp_path, name):
     assert n == 60 and same / n >= 0.95
 
 
-def test_proxy_is_cached_and_rebuilt_when_stale(tmp_path):
+def test_proxy_is_cached_and_rebuilt_when_stale(tmp_path, monkeypatch):
+    """The cache lives in $VANTAGE_CACHE/proxy (not beside the scene file, whose folder may be read-only); a
+    second process-level load reads it, a changed file rebuilds it."""
+    monkeypatch.setenv("VANTAGE_CACHE", str(tmp_path / "cache"))
     path = export_scene("plant_01", tmp_path / "p.ply")
     load_scene(str(path)).occluders()
-    cache = tmp_path / "p.ply.proxy.ply"
-    assert cache.exists() and (tmp_path / "p.ply.proxy.json").exists()
-    t0 = cache.stat().st_mtime_ns
+    entries = sorted((tmp_path / "cache" / "proxy").glob("*.ply"))
+    assert len(entries) == 1 and entries[0].with_suffix(".json").exists()
+    assert not (tmp_path / "p.ply.proxy.ply").exists(), "nothing is written beside the scene file"
+    t0 = entries[0].stat().st_mtime_ns
+    import scenes.load
+
+    scenes.load._CACHE.clear()
     load_scene(str(path)).occluders()
-    assert cache.stat().st_mtime_ns == t0, "second load reads the cache"
+    assert entries[0].stat().st_mtime_ns == t0 and len(list((tmp_path / "cache" / "proxy").glob("*.ply"))) == 1, \
+        "second load reads the cache"
     os.utime(path, ns=(t0 + 10**9, t0 + 10**9))  # the scene file changed
     load_scene(str(path)).occluders()
-    assert cache.stat().st_mtime_ns != t0, "a stale cache is rebuilt"
+    assert len(list((tmp_path / "cache" / "proxy").glob("*.ply"))) == 2, "a stale cache is not reused"
+

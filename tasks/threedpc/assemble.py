@@ -124,10 +124,14 @@ def assemble(cfg: BuildConfig, thumbs: dict | None = None) -> None:
     out = Path(cfg.out)
     tables = []
     rejections: dict[str, dict[str, int]] = {}
+    captures: dict[str, dict] = {}
     for name in cfg.scenes:
         d = scene_dir_of(cfg, name)
         tables.append(pd.read_parquet(d / LABELS_FILE))
         rejections[name] = scene_rejections(d)
+        record = scene_record(d)
+        if record:
+            captures[name] = record
     df = pd.concat(tables, ignore_index=True)
     basic = df.task_set == "basic"
     df["in_vpt"] = basic & df.keep.fillna(False) & df.vpt_label.notna()
@@ -165,13 +169,13 @@ def assemble(cfg: BuildConfig, thumbs: dict | None = None) -> None:
 
     with ThreadPoolExecutor(1, thread_name_prefix="3dpc-audit") as ex:
         audit = ex.submit(run_build_audit, df.copy(), out, cfg.audit, thumbs)
-        counts = _write_tables(cfg, out, df, rejections)
+        counts = _write_tables(cfg, out, df, rejections, captures)
         audit_table, audit_md = audit.result()
     atomic_write_text(out / "summary.md", summary_markdown(cfg, df, counts, rejections) + audit_md)
     enforce(audit_table, out, cfg.audit)
 
 
-def _write_tables(cfg: BuildConfig, out: Path, df, rejections: dict) -> dict:
+def _write_tables(cfg: BuildConfig, out: Path, df, rejections: dict, captures: dict | None = None) -> dict:
     """The views, metadata tables and manifest of an assembled build; returns the per-task counts."""
     from render.files import DEFLATE, package_version, write_table
     from scenes.files import atomic_write_text
@@ -195,11 +199,22 @@ def _write_tables(cfg: BuildConfig, out: Path, df, rejections: dict) -> dict:
         "rejected_placements": {"total": _total(rejections), "by_scene": rejections},
         "images": {str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest() for p in images},
     }
+    if captures:  # scene files: which file (sha256) and how it was placed in the canonical frame
+        manifest["captures"] = captures
     modified = compare_manifest(out / "manifest.json", manifest["images"])
     if modified:
         manifest["modified_since_previous_manifest"] = modified
     atomic_write_text(out / "manifest.json", json.dumps(manifest, indent=1, sort_keys=True))
     return counts
+
+
+def scene_record(folder: Path) -> dict:
+    """A scene file's record in a built scene's ``_scene.json`` (file, sha256, format, frame hints and the
+    canonical-frame estimate; ``{}`` for catalogue scenes)."""
+    f = folder / "_scene.json"
+    if not f.exists():
+        return {}
+    return json.loads(f.read_text()).get("capture", {})
 
 
 def scene_rejections(folder: Path) -> dict[str, int]:

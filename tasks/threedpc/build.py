@@ -31,7 +31,7 @@ from ..placement import (CompositeOccluders, Placement, PlacementError, PropStyl
                          sample_placement, staged_scene)
 from ..schema import validate_config, validate_section
 from .config import BuildConfig, ConfigError
-from .layout import LABELS_FILE, VIEWS, scene_dir, scene_dir_of, scene_rng  # noqa: F401 (re-exported)
+from .layout import LABELS_FILE, VIEWS, load_build_scene, scene_dir, scene_dir_of, scene_rng  # noqa: F401 (re-exported)
 from .shortcuts import object_bounds_columns
 
 
@@ -232,10 +232,11 @@ def _face_viewer_as_pair(cfg, scene, pl, vpt, info, arc, pos_cos, rng, rejected)
 
 
 def basic_scene_rows(cfg: BuildConfig, scene, split: str, tmp: Path, final: Path,
-                     thumbs: dict | None = None) -> tuple[list[dict], dict]:
+                     thumbs: dict | None = None, spec: str | None = None) -> tuple[list[dict], dict]:
     """The basic-task frames of one scene, written into ``tmp`` (named as in ``final``): (rows, info).
     ``thumbs``: a dict to receive each kept frame's shortcut-audit thumbnail ({file_name: 8-bit array},
-    ``render.files.small_uint8``), made here while the frame is in memory."""
+    ``render.files.small_uint8``), made here while the frame is in memory. ``spec``: the scene as ``cfg.scenes``
+    names it (a scene file's path; default ``scene.name``), for its settings' splits."""
     from render.files import small_uint8
 
     rng = scene_rng(cfg, scene.name)
@@ -247,7 +248,7 @@ def basic_scene_rows(cfg: BuildConfig, scene, split: str, tmp: Path, final: Path
         arc = viewer_arc(scene, pl, rng, cfg)
         if cfg.placement_design != "legacy":
             pl, vpt, pos_cos = _face_viewer_as_pair(cfg, scene, pl, vpt, info, arc, pos_cos, rng, rejected)
-        part = cfg.part_of(scene.name, k)
+        part = cfg.part_of(spec or scene.name, k)
         stage = staged_scene(scene, pl)
         if cfg.placement_design == "legacy":
             cams, zooms = arc.cameras(cfg.frames, cfg.size, cfg.size), np.ones(cfg.frames)
@@ -524,12 +525,10 @@ def build_scene(cfg: BuildConfig, name: str, expected: dict[str, str] | None = N
 
     import pandas as pd
 
-    from scenes.load import load_scene
-
     from ..labels import labels_table
 
     split = cfg.split_of(name)
-    scene = load_scene(name, seed=0)
+    scene = load_build_scene(cfg, name)
     final = scene_dir(cfg, scene, split)
     problems = scene_problems(final, Path(cfg.out), expected)
     if not problems:
@@ -542,12 +541,16 @@ def build_scene(cfg: BuildConfig, name: str, expected: dict[str, str] | None = N
     if split == "strategy":
         rows, info = strategy_scene_rows(cfg, scene, tmp, final)
     else:
-        rows, info = basic_scene_rows(cfg, scene, split, tmp, final, thumbs)
+        rows, info = basic_scene_rows(cfg, scene, split, tmp, final, thumbs, spec=name)
     rows = [{**r, **object_bounds_columns(scene)} for r in rows]  # for the shortcut audit's object-between cue
     df = labels_table(rows)
     df["seed"] = pd.array([cfg.seed] * len(df), dtype="int64")
     df.to_parquet(tmp / LABELS_FILE, index=False)
-    (tmp / "_scene.json").write_text(json.dumps({"scene": name, "split": split, **info}, sort_keys=True))
+    record = {"scene": name, "split": split, **info}
+    if "canonical" in scene.metadata:  # a scene file: say which file and how it was placed
+        record["capture"] = {k: scene.metadata[k] for k in ("file", "file_sha256", "format", "frame_hints", "canonical",
+                                                           "added_ground", "cameras_file") if k in scene.metadata}
+    (tmp / "_scene.json").write_text(json.dumps(record, sort_keys=True))
     if final.exists():
         _retire(final, tmp, Path(cfg.out))
     os.replace(tmp, final)
@@ -645,15 +648,15 @@ def preflight(cfg: BuildConfig) -> None:
     field and value."""
     from scenes.catalogue import parse_name
     from scenes.gaussians import SceneError
-    from scenes.load import load_scene
+    from scenes.load import is_file_spec
 
     validate_config(cfg)
     for section in ("style", "rules", "audit"):
         validate_section(getattr(cfg, section), section)
     for name in cfg.scenes:
         try:
-            if os.path.exists(name) or os.path.sep in name or name.endswith((".ply", ".pt", ".yaml", ".yml", ".json")):
-                load_scene(name, seed=0)  # scene files: read and validated now, not mid-build
+            if is_file_spec(name):
+                load_build_scene(cfg, name)  # scene files: read, placed in the canonical frame, validated now
             else:
                 parse_name(name)
         except (SceneError, OSError, ValueError) as e:

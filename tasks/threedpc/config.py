@@ -19,7 +19,9 @@ VAL_HOLDOUTS = ("scene", "setting")
 class BuildConfig:
     """Everything that determines a build (recorded in manifest.json).
 
-    scenes: scene specs (catalogue names or files). ``scene_splits`` maps each to train / test /
+    scenes: scene specs (catalogue names or files). ``scene_frames`` maps a scene file to its canonical-frame
+        hints (``{a.sog: {up: -y, object_height_m: 1.2}}``; keys of ``scenes.canonical.FrameHints``).
+        ``scene_splits`` maps each to train / test /
         strategy; catalogue names default to instance 01-02 → train, 03 → test, 04 → strategy.
     settings: placements per basic-task scene (half VPT-visible, half not).
     out_of_view_fraction: share of the not-visible settings made by facing away instead of occlusion.
@@ -79,6 +81,7 @@ class BuildConfig:
     human_n: int = field(94, "images in the balanced human-test subset (0 = none)", range=(0, math.inf))
     strategy_steps: int = field(10, "images per VPT-Strategy scene")
     scene_splits: tuple[tuple[str, str], ...] = ()
+    scene_frames: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
     style: PropStyle = PropStyle()
     rules: LabelRules = LabelRules()
     audit: AuditConfig = AuditConfig()
@@ -104,6 +107,11 @@ class BuildConfig:
 
         _, instance = parse_name(scene)
         return {1: "train", 2: "train", 3: "test", 4: "strategy"}[instance]
+
+    def frame_of(self, scene: str) -> dict | None:
+        """The canonical-frame hints of a scene file (``scene_frames``), or None."""
+        items = dict(self.scene_frames).get(scene)
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in items} if items else None
 
     def val_scenes(self) -> tuple[str, ...]:
         """The training scenes held out for validation (``val_holdout: scene``): per category with at least
@@ -148,7 +156,21 @@ class BuildConfig:
         for k in ("out", "workers", "overwrite", "audit"):
             d.pop(k)
         d["design"] = design_identity()
+        files = scene_file_digests(self.scenes)
+        if files:  # what a scene file holds, not where it is: another file under the same name is another build
+            from scenes.canonical import CANONICAL_VERSION
+
+            d["scene_files"] = files
+            d["design"]["canonical_frame_version"] = CANONICAL_VERSION
         return d
+
+
+def scene_file_digests(scenes) -> dict[str, str]:
+    """sha256 of every scene file among ``scenes`` (catalogue names have none)."""
+    from scenes.capture import sha256_path
+    from scenes.load import is_file_spec
+
+    return {s: sha256_path(s) for s in scenes if is_file_spec(s) and os.path.exists(s)}
 
 
 def design_identity() -> dict[str, Any]:
@@ -168,6 +190,14 @@ def _tuple(v):
     return tuple(v) if isinstance(v, (list, tuple)) else v
 
 
+def _frame_items(hints: dict) -> tuple[tuple[str, Any], ...]:
+    """A scene's frame hints as sorted (key, value) pairs, lists as tuples (hashable, stable identity); unset
+    (None) keys dropped."""
+    def freeze(v):
+        return tuple(freeze(x) for x in v) if isinstance(v, (list, tuple)) else v
+    return tuple(sorted((str(k), freeze(v)) for k, v in hints.items() if v is not None))
+
+
 # settings of configs/threedpc.yaml's groups or of the command line, not of the preset
 _NOT_PRESET = ("out", "style", "rules", "audit")
 
@@ -181,6 +211,7 @@ def preset_defaults() -> dict[str, Any]:
             continue
         d[f.name] = list(f.default) if isinstance(f.default, tuple) else f.default
     d["scene_splits"] = None  # {scene: train|test|strategy} on the command line
+    d["scene_frames"] = None  # {scene file: {up: -y, object_height_m: 1.2, ...}} on the command line
     return d
 
 
@@ -228,11 +259,15 @@ def config_from_dict(d: dict) -> BuildConfig:
         if k in d:
             d[k] = _tuple(d[k])
     splits = d.pop("scene_splits", None) or {}
+    frames = d.pop("scene_frames", None) or {}
+    if not isinstance(frames, dict) or not all(isinstance(v, dict) for v in frames.values()):
+        raise ConfigError(f"scene_frames={frames!r}: a mapping {{scene file: {{up: -y, object_height_m: 1.2, ...}}}}")
     known = {f.name for f in dataclasses.fields(BuildConfig)}
     unknown = sorted(set(d) - known)
     if unknown:
         raise ConfigError(f"unknown config keys {unknown}; known: {sorted(known)}")
-    cfg = BuildConfig(scenes=tuple(scenes), style=style, rules=rules, audit=audit, scene_splits=tuple(sorted(splits.items())), **d)
+    cfg = BuildConfig(scenes=tuple(scenes), style=style, rules=rules, audit=audit, scene_splits=tuple(sorted(splits.items())),
+                      scene_frames=tuple(sorted((str(k), _frame_items(v)) for k, v in frames.items())), **d)
     validate(cfg)
     return cfg
 
@@ -249,8 +284,10 @@ def validate(cfg: BuildConfig) -> None:
         raise ConfigError("scenes: empty list")
     if len(set(cfg.scenes)) != len(cfg.scenes):
         raise ConfigError(f"scenes: duplicates in {list(cfg.scenes)}")
+    from scenes.load import is_file_spec
+
     for s in cfg.scenes:
-        if os.path.sep in s or s.endswith((".ply", ".pt")):
+        if is_file_spec(s):
             if not os.path.exists(s):
                 raise ConfigError(f"scenes: file {s!r} does not exist")
             if s not in dict(cfg.scene_splits):
@@ -260,6 +297,18 @@ def validate(cfg: BuildConfig) -> None:
                 parse_name(s)
             except SceneError as e:
                 raise ConfigError(f"scenes: {e}") from None
+    stray = sorted(k for k, _ in cfg.scene_frames if k not in cfg.scenes)
+    if stray:
+        raise ConfigError(f"scene_frames: {stray} not among the scenes {list(cfg.scenes)}")
+    for k, items in cfg.scene_frames:
+        if not is_file_spec(k):
+            raise ConfigError(f"scene_frames: {k!r} is a catalogue scene (already canonical); frames apply to scene files")
+        try:
+            from scenes.canonical import FrameHints
+
+            FrameHints.from_dict(dict(items), where=f"scene_frames.{k}")
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
     bad = {k: v for k, v in cfg.scene_splits if v not in SPLITS}
     if bad:
         raise ConfigError(f"scene_splits: unknown split(s) {bad}; use one of {SPLITS}")

@@ -15,17 +15,30 @@ VIEWS = ("vpt", "depth", "vpt_strategy", "human")  # ImageFolder views assemble(
 LABELS_FILE = "_labels.parquet"
 
 
+def scene_key(name: str) -> str:
+    """What a scene's randomness and folder are keyed by: a catalogue name itself; for a scene file its name
+    without folder and format suffixes (``data/guitar.compressed.ply`` → ``guitar``), so moving the files
+    elsewhere changes nothing in the build."""
+    from scenes.capture import scene_name
+    from scenes.load import is_file_spec
+
+    return scene_name(name) if is_file_spec(name) else name
+
+
 def scene_rng(cfg: BuildConfig, name: str, stream: int = 0) -> np.random.Generator:
-    return np.random.default_rng([cfg.seed, zlib.crc32(name.encode()), stream])
+    return np.random.default_rng([cfg.seed, zlib.crc32(scene_key(name).encode()), stream])
 
 
-def _safe(name: str) -> str:
-    return Path(name).stem if (os.path.sep in name or name.endswith((".ply", ".pt"))) else name
+def load_build_scene(cfg: BuildConfig, name: str):
+    """Scene ``name`` of a build, with its canonical-frame hints (``cfg.scene_frames``) for scene files."""
+    from scenes.load import load_scene
+
+    return load_scene(name, seed=0, frame=cfg.frame_of(name))
 
 
 def scene_dir(cfg: BuildConfig, scene, split: str) -> Path:
-    category = scene.metadata.get("category", _safe(scene.name))
-    return Path(cfg.out) / "images" / split / category / _safe(scene.name)
+    category = scene.metadata.get("category", scene_key(scene.name))
+    return Path(cfg.out) / "images" / split / category / scene_key(scene.name)
 
 
 def scene_dir_of(cfg: BuildConfig, name: str) -> Path:
@@ -35,13 +48,13 @@ def scene_dir_of(cfg: BuildConfig, name: str) -> Path:
     from scenes.catalogue import parse_name
     from scenes.gaussians import SceneError
 
+    from scenes.load import is_file_spec
+
     split = cfg.split_of(name)
-    if not (os.path.sep in name or name.endswith((".ply", ".pt", ".yaml", ".yml", ".json"))):
+    if not is_file_spec(name):
         try:
             category, _ = parse_name(name)
             return Path(cfg.out) / "images" / split / category / name
         except SceneError:
             pass
-    from scenes.load import load_scene
-
-    return scene_dir(cfg, load_scene(name), split)
+    return scene_dir(cfg, load_build_scene(cfg, name), split)

@@ -145,12 +145,10 @@ def shard_problems(cfg: BuildConfig, i: int, n: int) -> list[str]:
 
 def _merged(cfg: BuildConfig, i: int, n: int) -> bool:
     """True when every scene of shard i is complete in ``out`` already (an earlier merge moved it)."""
-    from scenes.load import load_scene
-
-    from .build import scene_dir, scene_problems
+    from .build import load_build_scene, scene_dir, scene_problems
 
     for name in shard_scenes(cfg, i, n):
-        if scene_problems(scene_dir(cfg, load_scene(name, seed=0), cfg.split_of(name)), Path(cfg.out)):
+        if scene_problems(scene_dir(cfg, load_build_scene(cfg, name), cfg.split_of(name)), Path(cfg.out)):
             return False
     return True
 
