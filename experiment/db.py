@@ -86,7 +86,7 @@ def make_engine(url: str, create: bool = True):
     error instead of a new empty database (and folder). Any other kind of URL is a ``ValueError`` naming the
     supported ones (a ``mysql://`` URL would otherwise fail on its missing driver)."""
     if not isinstance(url, str) or not url.startswith(SCHEMES):
-        raise ValueError(f"db={url!r}: not a supported database URL; use sqlite:///<file>.db or "
+        raise ValueError(f"db={url}: not a supported database URL; use sqlite:///<file>.db or "
                          "postgresql://<user>@<host>[:<port>]/<database>")
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url[len("postgresql://"):]

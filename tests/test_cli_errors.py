@@ -179,7 +179,7 @@ CASES = [
     ("diffusion-samples", "eval diffusion model=diffusion:{d}/tiny_sd task={d}/ift out={d}/r1 "
      "diffusion.prompts={{0:red,1:blue}} diffusion.samples=[5000]", "diffusion.samples=[5000]: at most 1000", "r1"),
     ("serve-db-mysql", "experiment serve task={d}/ift design=generated db=mysql://u@h/db",
-     "db='mysql://u@h/db': not a supported database URL", None),
+     "db=mysql://u@h/db: not a supported database URL", None),
     ("export-db-typo", "experiment export db=sqlite:///{d}/typo/x.db out={d}/x1", "no such database file", "typo"),
 ]
 

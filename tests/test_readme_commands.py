@@ -316,16 +316,13 @@ def work(tmp_path_factory):
     _image_folder(w / "out" / "six", [f"c{i}" for i in range(6)], splits=("test",), per=1)
     _image_folder(w / "src_images", ["cats", "dogs"], splits=("",), per=1)
     # the stand-in scene file: a box on a ground plane, opaque and dense (what a trained scene looks like to the
-    # loader's floater and ground detection), ~2.6k Gaussians
-    g = np.linspace(-1.0, 1.0, 40)
-    ground = np.stack(np.meshgrid(g, g, [0.0]), -1).reshape(-1, 3)
-    b = np.linspace(-0.2, 0.2, 10)
-    box = np.stack(np.meshgrid(b, b, b + 0.21), -1).reshape(-1, 3)
-    means = np.concatenate([ground, box])
-    n = len(means)
+    # loader's floater and ground detection: connected at its 128-voxel grid), 38k Gaussians
     rng = np.random.default_rng(0)
+    means = np.concatenate([np.c_[rng.uniform(-1, 1, (30000, 2)), np.zeros(30000)],
+                            rng.uniform([-0.2, -0.2, 0.0], [0.2, 0.2, 0.4], (8000, 3))])
+    n = len(means)
     (w / "path" / "to").mkdir(parents=True)
-    write_ply(GaussianScene(means=means, quats=np.tile([1.0, 0, 0, 0], (n, 1)), log_scales=np.full((n, 3), -3.3),
+    write_ply(GaussianScene(means=means, quats=np.tile([1.0, 0, 0, 0], (n, 1)), log_scales=np.full((n, 3), -4.0),
                             opacity_logits=np.full(n, 4.0), sh=rng.uniform(0, 1, (n, 1, 3)), source="readme test"),
               w / "path" / "to" / "point_cloud.ply")
     from scenes.load import load_scene
@@ -340,6 +337,8 @@ def work(tmp_path_factory):
     (w / "models" / "llava").mkdir()  # a local transformers model folder (the client is made on the first request)
     (w / "checkpoint.pth").write_bytes(b"")  # weights=<file>: checked to exist; loading is the stopped work
     (w / "mvh_raw").mkdir()
+    for spec in ("a.yaml", "b.yaml", "c.yaml"):  # CO3D scene specs: the build checks they exist (the build reads them)
+        (w / spec).write_text("splat: point_cloud.ply\nco3d_root: co3d\ncategory: hydrant\nsequence: '1'\n")
     pd.DataFrame({"observer": ["h1"], "item_id": ["images/003.png"], "response": ["1"]}).to_csv(w / "responses.csv")
     return w
 
