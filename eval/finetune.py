@@ -102,18 +102,16 @@ def _atomic_save(obj, path: Path) -> None:
     os.replace(tmp, path)
 
 
-def load_checkpoint(path: Path) -> dict:
-    """A resume checkpoint, unpickled with ``weights_only=True``: tensors, numbers, strings and containers
-    only, so a replaced file in a shared results folder cannot run code (it is refused with its reason)."""
-    import pickle
-
-    import torch
+def load_checkpoint(path: Path, what: str = "fine-tune resume checkpoint"):
+    """A resume checkpoint read by the one safe loader (``eval.checkpoints.load_tensors``): tensors, numbers,
+    strings and containers only, so a replaced file in a shared results folder cannot run code (it is refused
+    with its reason, as a ``RuntimeError`` like the other resume failures)."""
+    from .checkpoints import CheckpointError, load_tensors
 
     try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except (pickle.UnpicklingError, RuntimeError, EOFError) as e:
-        raise RuntimeError(f"{path}: refused to load this checkpoint (not a plain fine-tune checkpoint: "
-                           f"{str(e).splitlines()[0] if str(e) else type(e).__name__}); remove it to start over") from None
+        return load_tensors(path, what)
+    except CheckpointError as e:
+        raise RuntimeError(f"{e}; remove it to start over") from None
 
 
 def _loader(items, transform, cfg, shuffle, seed):
@@ -210,7 +208,7 @@ def _finetune_seed(task, loaded, initial, ev, cfg, seed, rid, run, epochs_per_in
         opt.load_state_dict(ck["optimizer"])
         state = ck["state"]
         torch.set_rng_state(ck["torch_rng"])
-        best_weights = torch.load(ckdir / "best.pt", map_location="cpu", weights_only=True)
+        best_weights = load_checkpoint(ckdir / "best.pt", "fine-tune best-epoch weights")
         log.info("resuming %s after epoch %d", rid, state["epoch"])
     val_loader = _loader(va, loaded.transform, cfg, False, seed)
     done_now = 0

@@ -38,7 +38,7 @@ import pandas as pd
 from .figures import data as D
 
 STATS_TABLES = ("identities", "seed_summary", "observers", "error_consistency", "human_ceiling", "benchmark",
-                "benchmark_mean", "task_differences", "imagenet_correlation")
+                "benchmark_mean", "task_differences", "imagenet_correlation", "similarity_summary", "decoder_summary")
 VERSIONED = ("numpy", "pandas", "scipy", "matplotlib", "pyarrow", "torch", "torchvision", "timm", "open_clip_torch",
              "scikit-learn", "hydra-core")
 
@@ -93,26 +93,58 @@ def _task_info(task: Path | None) -> dict:
     and what its manifest or annotation table records."""
     if task is None:
         return {}
+    from .tasks import _manifest_digest
+
     info: dict = {"folder": str(task)}
     man = task / "manifest.json"
-    if man.is_file():
-        from .tasks import _manifest_digest
-
-        m = json.loads(man.read_text())
+    m = json.loads(man.read_text()) if man.is_file() else None
+    if m is not None and (task / "metadata.parquet").is_file():  # a 3D-PC build (as eval.tasks detects it)
+        images = m.get("images")
         info.update(kind="3D-PC build", manifest_digest=_manifest_digest(m), seed=m.get("seed"),
                     vantage_version=m.get("vantage_version"), label_rule_version=m.get("label_rule_version"),
-                    images=len(m.get("images") or {}), counts=m.get("counts"))
-    elif (task / "annotations.parquet").is_file():
+                    images=len(images) if isinstance(images, (dict, list)) else images, counts=m.get("counts"))
+    elif (task / "annotations.parquet").is_file():  # a generated 2D dataset (its manifest counts images)
         ann = pd.read_parquet(task / "annotations.parquet")
         info.update(kind="generated 2D dataset", images=len(ann),
                     dataset=sorted(map(str, ann["dataset"].unique())) if "dataset" in ann else None,
                     conditions=int(ann["condition"].nunique()) if "condition" in ann else None)
+        if m is not None:
+            info.update(manifest_digest=_manifest_digest(m), seed=m.get("seed"))
         cfg = task / "config.json"
         if cfg.is_file():
             info["config"] = json.loads(cfg.read_text())
     else:
         info["kind"] = "folder"
     return info
+
+
+def stats_split(out: Path, tables: dict) -> str | None:
+    """The split the statistics tables in ``out`` were computed on: ``stats.json`` (written by ``eval stats``),
+    else the one split of the model rows of its ``observers`` table; ``None`` when there are none."""
+    f = out / "stats.json"
+    if f.is_file():
+        try:
+            return json.loads(f.read_text()).get("split")
+        except ValueError:
+            pass
+    obs = tables.get("observers")
+    if obs is not None and not obs.empty and "split" in obs:
+        splits = set(obs.loc[obs["observer_type"] == "model", "split"].astype(str))
+        if len(splits) == 1:
+            return splits.pop()
+    return None
+
+
+def report_split(split: str | None, out: Path, tables: dict) -> str:
+    """One split per report: ``split`` (``None``: the statistics' split, else ``test``). A split other than
+    the one the statistics tables in ``out`` were computed on is refused: the page would draw one split's
+    model accuracies against another split's noise floor and human band (issue 34)."""
+    have = stats_split(out, tables)
+    if split and have and split != have:
+        raise ValueError(f"split={split}: the statistics in {out} were computed on split={have} (python -m eval "
+                         f"stats ... split={have}); one split per report: run python -m eval report ... "
+                         f"split={have}, or python -m eval stats ... split={split} first")
+    return split or have or "test"
 
 
 def _versions() -> dict:
@@ -252,7 +284,7 @@ def _threedpc_section(summary, trials, tables, zoo, humans, split, ci, seed) -> 
     return sec
 
 
-def _mvh_section(trials, tables) -> Section | None:
+def _mvh_section(trials, tables, summary=None) -> Section | None:
     from .figures import mvh as M
 
     t = trials[~trials["task"].astype(str).str.startswith("3dpc/")]
@@ -264,9 +296,10 @@ def _mvh_section(trials, tables) -> Section | None:
         return None
     sec = Section("model-vs-human: out-of-distribution generalisation")
     if not t.empty:
-        acc = D.level_accuracy(t)
+        acc = D.level_accuracy(t, D.task_chance(t, summary))
         sec.add("mvh_accuracy_vs_level", "Accuracy at each distortion level, one panel per dataset; humans in red "
-                "(mean, band = range over observers); dashed: chance (1/16).", lambda: M.accuracy_vs_level(acc))
+                "(mean, band = range over observers); dashed: chance (1 / the number of classes).",
+                lambda: M.accuracy_vs_level(acc))
         if (t["observer_type"] == "human").any():
             k = D.level_consistency(t)
             sec.add("mvh_consistency_vs_level", "Error consistency κ with humans at each level; red: human-human "
@@ -282,6 +315,10 @@ def _mvh_section(trials, tables) -> Section | None:
             if not sb.empty:
                 sec.add("mvh_shape_bias", "Shape bias per category on cue-conflict images.", lambda: M.shape_bias(sb))
     if not bm.empty:
+        partial = bm[bm["missing"].astype(str) != ""]
+        if not partial.empty:
+            sec.note("Means over fewer datasets (not ranked; their bars say how many): " + "; ".join(
+                f"{r.observer}: {r.datasets} dataset(s), missing {r.missing}" for r in partial.itertuples()) + ".")
         sec.add("mvh_benchmark_bars", "The four model-vs-human metrics, mean over datasets (humans in red).",
                 lambda: M.benchmark_bars(bm))
         sec.add("mvh_benchmark_scatter", "The four metrics against each other (one point per observer).",
@@ -387,9 +424,8 @@ def build_report(c: dict, tables: dict | None = None, trials: pd.DataFrame | Non
     res = Path(c["results"])
     if not res.is_dir():
         raise FileNotFoundError(f"results={res}: no such folder")
-    out = Path(c["out"]) if c.get("out") else res / "stats"
-    out.mkdir(parents=True, exist_ok=True)
-    split, ci, seed = c.get("split") or "test", float(c.get("ci") or 0.95), int(c.get("seed") or 0)
+    out = Path(c["out"]) if c.get("out") else res / "stats"  # created once there is something to report
+    split, ci, seed = c.get("split") or None, float(c.get("ci") or 0.95), int(c.get("seed") or 0)
     task = Path(c["task"]) if c.get("task") else None
     if task is not None and not task.is_dir():
         raise FileNotFoundError(f"task={task}: no such folder (the dataset the results were computed on)")
@@ -403,6 +439,7 @@ def _write_report(c, res: Path, out: Path, task, split, ci, seed, tables, trials
     from .results import read_results
 
     tables = dict(tables) if tables is not None else read_stats_tables(out)
+    split = report_split(split, out, tables)
     summary = read_results(res, "summary") if summary is None else summary
     if trials is None:
         trials = read_trials(res)
@@ -418,8 +455,10 @@ def _write_report(c, res: Path, out: Path, task, split, ci, seed, tables, trials
         from .zoo import zoo_table
 
         zoo = zoo_table(c["zoo"])
-    if trials.empty and summary.empty:
-        raise ValueError(f"results={res}: no trials or summaries (run python -m eval probe ... out={res} first)")
+    mind = _mindset_tables(res)
+    if trials.empty and summary.empty and not mind:
+        raise ValueError(f"results={res}: no trials or summaries, and no similarity or decoder results (run "
+                         f"python -m eval probe|ood|decoder|similarity ... out={res} first)")
 
     if (tables.get("seed_summary") is None or tables["seed_summary"].empty) and not summary.empty:
         from .probe import seed_summary
@@ -429,11 +468,12 @@ def _write_report(c, res: Path, out: Path, task, split, ci, seed, tables, trials
     sections = [s for s in (
         _accuracy_section(summary, tables, humans, split, ci),
         _threedpc_section(summary, trials, tables, zoo, humans, split, ci, seed),
-        _mvh_section(trials, tables),
+        _mvh_section(trials, tables, summary),
         _psychophysics_section(trials),
-        _mindset_section(_mindset_tables(res), ci, seed),
+        _mindset_section(mind, ci, seed),
     ) if s is not None]
 
+    out.mkdir(parents=True, exist_ok=True)
     fig_dir = out / "figures"
     parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'><link rel='icon' href='data:,'>"
              f"<title>Vantage results: {html.escape(res.name)}</title><style>{CSS}</style></head><body>",
@@ -444,7 +484,7 @@ def _write_report(c, res: Path, out: Path, task, split, ci, seed, tables, trials
     toc = "".join(f"<li><a href='#s{i}'>{html.escape(s.title)}</a></li>" for i, s in enumerate(sections))
     parts.append(f"<ul><li><a href='#prov'>Provenance</a></li><li><a href='#tables'>Summary tables</a></li>{toc}</ul>")
     parts.append(_provenance_html(res, summary, trials, tables, task, c, out))
-    parts.append(_tables_html(summary, tables, ci))
+    parts.append(_tables_html(summary, tables, ci, split))
     if not sections:
         parts.append("<p class='note'>No figure: these results hold no task the figures cover.</p>")
     figs = [item for sec in sections for item in sec.items if isinstance(item, Fig)]
@@ -511,13 +551,15 @@ def _provenance_html(res: Path, summary, trials, tables, task, c, out: Path) -> 
     return "\n".join(p)
 
 
-def _tables_html(summary, tables, ci) -> str:
+def _tables_html(summary, tables, ci, split: str) -> str:
     from .probe import seed_summary
 
     p = ["<h2 id='tables'>Summary tables</h2><p>Click a column header to sort.</p>"]
     seeds = tables.get("seed_summary")
     if (seeds is None or seeds.empty) and not summary.empty:
         seeds = seed_summary(summary, ci)
+    if seeds is not None and not seeds.empty:  # the report's split (VPT-Strategy: its own), as the figures
+        seeds = seeds[(seeds["split"] == split) | (seeds["split"] == "strategy")]
     shown = [("Accuracy across seeds", seeds, ["observer", "task", "method", "split", "seeds", "accuracy_mean",
                                                "accuracy_ci_low", "accuracy_ci_high", "balanced_accuracy_mean"]),
              ("Observers (accuracy, noise floor)", tables.get("observers"),
@@ -526,7 +568,11 @@ def _tables_html(summary, tables, ci) -> str:
              ("Model-vs-human metrics, mean over datasets", tables.get("benchmark_mean"), None),
              ("Human-human error consistency (ceiling)", tables.get("human_ceiling"), None),
              ("Correlation with ImageNet top-1", tables.get("imagenet_correlation"), None),
-             ("Paired sign-flip tests between tasks", tables.get("task_differences"), None)]
+             ("Paired sign-flip tests between tasks", tables.get("task_differences"), None),
+             ("Similarity judgment (MindSet): mean distance per level and layer", tables.get("similarity_summary"),
+              ["model_id", "task", "layer", "comparison_level", "mean_distance", "ci_low", "ci_high", "n"]),
+             ("Decoders (MindSet): accuracy or RMSE", tables.get("decoder_summary"),
+              ["model_id", "task", "feature", "condition", "target", "metric", "value", "ci_low", "ci_high", "n"])]
     for title, df, cols in shown:
         if df is None or df.empty:
             continue

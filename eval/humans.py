@@ -5,7 +5,14 @@
   object_response, category, condition, imagename``. ``object_response`` ``na`` (no answer in time) counts
   as an error. ``item_id`` is the image id: the last two ``_`` fields of ``imagename`` (without extension)
   when they start with ``n0`` (ImageNet synset + number), else the last field; with the condition it aligns
-  trials between observers.
+  trials between observers. The trials model-vs-human released for its models (``<dataset>_<model>_session-1.csv``,
+  ``subj`` = the model's name; in its ``raw-data`` folders beside the human files) are read as model
+  observers, by model-vs-human's own rule (an observer is human when ``subj`` starts with ``subject-``):
+  ``model_id`` = ``subj``, ``method`` = ``released``, ``weights`` = ``released:model-vs-human``. On the
+  datasets model-vs-human treats as one condition (``eval.stats.single_condition_datasets``: cue-conflict,
+  edge, silhouette, sketch, stylized) the condition is read as ``0`` for every observer (the released model
+  files carry ``NaN`` there, the human files ``0``). ``path`` may be a list of such paths (e.g. the human
+  and the model folders).
 * :func:`load_3dpc_humans` — per-trial responses of a 3D-PC experiment: a CSV (or a folder of CSVs, e.g. one
   per participant) with a subject column, an image column, a response column and optionally a label
   column. Column names, a response code map (e.g. ``{left: 0, right: 1}``) and ``invert`` (the released
@@ -29,7 +36,9 @@ import pandas as pd
 from .results import conform
 
 MVH_COLUMNS = {"subj", "trial", "object_response", "category", "condition", "imagename"}
-_MVH_NAME = re.compile(r"^(?P<dataset>.+)_(?P<subject>subject-\d+)_session_(?P<session>\d+)\.csv$")
+# humans: <dataset>_subject-01_session_1.csv; released model trials: <dataset>_<model>_session-1.csv (a model
+# name may hold "_", a dataset name does not)
+_MVH_NAME = re.compile(r"^(?P<dataset>[^_]+)_(?P<subject>.+)_session[_-](?P<session>\d+)\.csv$")
 
 
 class HumanDataError(ValueError):
@@ -64,18 +73,26 @@ def mvh_image_id(imagename: str) -> str:
     return parts[-1]
 
 
-def load_model_vs_human(path: str | Path, dataset: str | None = None) -> pd.DataFrame:
-    """Trials of every observer CSV under ``path`` (a dataset folder, the folder of dataset folders, or one
-    file), as a trial table with ``task`` = the dataset name and ``method`` = ``human``."""
-    path = Path(path)
-    files = [path] if path.is_file() else sorted(path.rglob("*.csv"))
-    if not files:
-        raise HumanDataError(f"{path}: no CSV files")
+def load_model_vs_human(path, dataset: str | None = None) -> pd.DataFrame:
+    """Trials of every observer CSV under ``path`` (a dataset folder, the folder of dataset folders, one
+    file, or a list of these), as a trial table with ``task`` = the dataset name; human observers get
+    ``method`` = ``human``, released model trials are model observers (module docstring)."""
+    from .stats import SINGLE_CONDITION_CODE, single_condition_datasets
+
+    paths = [Path(p) for p in path] if isinstance(path, (list, tuple)) else [Path(path)]
+    files = []
+    for p in paths:
+        found = [p] if p.is_file() else sorted(p.rglob("*.csv"))
+        if not found:
+            raise HumanDataError(f"{p}: no CSV files" if p.exists() else f"{p}: no such file or folder")
+        files += found
+    single = single_condition_datasets()
     frames = []
     for f in files:
         m = _MVH_NAME.match(f.name)
         if not m:
-            raise HumanDataError(f"{f}: file name does not follow <dataset>_subject-XX_session_N.csv")
+            raise HumanDataError(f"{f}: file name does not follow <dataset>_subject-XX_session_N.csv (humans) or "
+                                 "<dataset>_<model>_session-N.csv (released model trials)")
         if dataset and m["dataset"] != dataset:
             continue
         df = pd.read_csv(f, dtype=str, keep_default_na=False)
@@ -85,17 +102,28 @@ def load_model_vs_human(path: str | Path, dataset: str | None = None) -> pd.Data
             raise HumanDataError(f"{f}: missing columns {sorted(missing)}")
         resp = df["object_response"].str.strip()
         label = df["category"].str.strip()
+        subj = df["subj"].str.strip()
+        human = subj.str.startswith("subject-")
+        if human.any() and not human.all():
+            raise HumanDataError(f"{f}: holds both human (subject-NN) and model observers in column subj; "
+                                 "model-vs-human keeps one observer per file")
+        is_h = bool(human.all())
+        cond = df["condition"].str.strip()
+        if m["dataset"] in single:
+            cond = pd.Series(SINGLE_CONDITION_CODE, index=df.index)
         frames.append(pd.DataFrame({
-            "observer": df["subj"].str.strip(), "observer_type": "human", "model_id": "", "task": m["dataset"],
-            "split": "test", "method": "human", "seed": 0,
+            "observer": subj, "observer_type": "human" if is_h else "model", "model_id": "" if is_h else subj,
+            "task": m["dataset"], "split": "test", "method": "human" if is_h else "released", "seed": 0,
             "item_id": [mvh_image_id(x) for x in df["imagename"]],
-            "condition": df["condition"].str.strip(), "label": label, "response": resp, "score": np.nan,
-            "correct": (resp == label).to_numpy(), "run_id": f"human__{m['dataset']}__{m['subject']}",
+            "condition": cond, "label": label, "response": resp, "score": np.nan,
+            "correct": (resp == label).to_numpy(),
+            "run_id": f"{'human' if is_h else 'released'}__{m['dataset']}__{m['subject']}",
+            "weights": "" if is_h else "released:model-vs-human",
             "trial": pd.to_numeric(df["trial"], errors="coerce"),
             "rt": pd.to_numeric(df.get("rt", pd.Series([np.nan] * len(df))), errors="coerce"),
         }))
     if not frames:
-        raise HumanDataError(f"{path}: no files for dataset {dataset!r}")
+        raise HumanDataError(f"{', '.join(map(str, paths))}: no files for dataset {dataset!r}")
     return conform(pd.concat(frames, ignore_index=True), "trials")
 
 

@@ -16,9 +16,13 @@ OOD method (top-1/top-5 against ImageNet class indices; ``reference/mindset-cata
   ``decision=imagenet``: the label column holds an ILSVRC-2012 index (0-999) and the response is the
   top-1 index. Either way the run's ``feature`` column records ``logits:<decision>:<aggregation>`` and the
   summary carries ``top5_accuracy``.
-* Stimulus folders (:func:`ood_tasks`): the layout model-vs-human releases (``<dataset>/dnn/session-1/*.png``,
-  file names ``NNNN_<abbr>_dnn_<condition>_<category>_<...>_<image id>.png``; a folder of such datasets
-  or one of them) and Vantage's generated datasets (``annotations.parquet``; e.g. ``image_distortions``,
+* Stimulus folders (:func:`ood_tasks`): the two layouts model-vs-human releases — ``<dataset>/dnn/session-1/*.png``
+  with file names ``NNNN_<abbr>_dnn_<condition>_<category>_<...>_<image id>.png``, and, for its datasets
+  without conditions (cue-conflict, edge, silhouette; also original, greyscale, texture),
+  ``<dataset>/<category>/<image id>.png`` (its ``ImageNetInfoMapping``: the category is the folder, the
+  condition is read as ``eval.stats.SINGLE_CONDITION_CODE`` as in the human files); a folder of such
+  datasets or one of them (a sub-folder in neither layout is named in a warning, and in an error when
+  ``datasets=`` asks for it) — and Vantage's generated datasets (``annotations.parquet``; e.g. ``image_distortions``,
   one task per model-vs-human experiment, condition = the distortion's code, category = ``target`` column,
   else a ``category`` column, else the class folder of ``source_file``). One task per dataset, named as
   model-vs-human names it, with ``item_id`` = model-vs-human's image id (``eval.humans.mvh_image_id``) for
@@ -256,32 +260,57 @@ def parse_mvh_name(name: str) -> tuple[str, str]:
     return parts[3], parts[4]
 
 
-def _mvh_datasets(root: Path) -> list[Path]:
-    """Dataset folders (holding ``dnn/session-*``) at ``root`` or one level below."""
-    if (root / "dnn").is_dir():
-        return [root]
-    return sorted(d for d in root.iterdir() if (d / "dnn").is_dir())
+def _mvh_layout(folder: Path) -> str | None:
+    """``"sessions"`` (``dnn/session-*/``), ``"categories"`` (``<category>/<image>``: every sub-folder is one
+    of the 16 categories and at least one holds an image) or ``None``."""
+    from tasks.imagenet16 import categories
+
+    if (folder / "dnn").is_dir():
+        return "sessions"
+    subs = [d for d in folder.iterdir() if d.is_dir() and not d.name.startswith(".")]
+    if subs and all(d.name in categories() for d in subs) and any(
+            f.suffix.lower() in IMAGE_SUFFIXES for d in subs for f in d.iterdir()):
+        return "categories"
+    return None
+
+
+def _mvh_datasets(root: Path) -> tuple[list[Path], list[Path]]:
+    """``(dataset folders, skipped sub-folders)``: ``root`` itself when it is a model-vs-human dataset in
+    either layout (:func:`_mvh_layout`), else its sub-folders that are; the others are returned as skipped."""
+    if _mvh_layout(root):
+        return [root], []
+    subs = sorted(d for d in root.iterdir() if d.is_dir() and not d.name.startswith("."))
+    found = [d for d in subs if _mvh_layout(d)]
+    return found, [d for d in subs if d not in found]
 
 
 def _mvh_task(folder: Path, decision: str) -> TaskData:
     from tasks.imagenet16 import categories
 
     from .humans import mvh_image_id
+    from .stats import SINGLE_CONDITION_CODE
 
     if decision != "imagenet16":
         raise TaskError(f"task={folder}: model-vs-human folders name a 16-class category; use ood.decision=imagenet16")
-    files = sorted(f for s in sorted((folder / "dnn").glob("session-*")) for f in s.iterdir()
-                   if f.suffix.lower() in IMAGE_SUFFIXES)
-    if not files:
-        raise TaskError(f"task={folder}: no images under dnn/session-*/")
     cats = categories()
     rows = []
-    for f in files:
-        cond, cat = parse_mvh_name(f.name)
-        if cat not in cats:
-            raise TaskError(f"{f}: category {cat!r} is not one of the 16 ({', '.join(cats)})")
-        rows.append({"path_id": str(f.relative_to(folder)), "item_id": mvh_image_id(f.name), "condition": cond,
-                     "label_name": cat, "path": str(f)})
+    if _mvh_layout(folder) == "categories":  # <dataset>/<category>/<image>: no condition in the name
+        files = sorted(f for d in sorted(folder.iterdir()) if d.is_dir() for f in d.iterdir()
+                       if f.suffix.lower() in IMAGE_SUFFIXES)
+        for f in files:
+            rows.append({"path_id": str(f.relative_to(folder)), "item_id": mvh_image_id(f.name),
+                         "condition": SINGLE_CONDITION_CODE, "label_name": f.parent.name, "path": str(f)})
+    else:
+        files = sorted(f for s in sorted((folder / "dnn").glob("session-*")) for f in s.iterdir()
+                       if f.suffix.lower() in IMAGE_SUFFIXES)
+        if not files:
+            raise TaskError(f"task={folder}: no images under dnn/session-*/")
+        for f in files:
+            cond, cat = parse_mvh_name(f.name)
+            if cat not in cats:
+                raise TaskError(f"{f}: category {cat!r} is not one of the 16 ({', '.join(cats)})")
+            rows.append({"path_id": str(f.relative_to(folder)), "item_id": mvh_image_id(f.name), "condition": cond,
+                         "label_name": cat, "path": str(f)})
     items = pd.DataFrame(rows)
     dup = items.duplicated(["condition", "item_id"])
     if dup.any():
@@ -363,10 +392,23 @@ def ood_tasks(path: str | Path, decision: str = "imagenet16", target: str | None
     if (root / "annotations.parquet").is_file():
         tasks = _generated_tasks(root, decision, target, conditions)
     else:
-        folders = _mvh_datasets(root)
+        folders, skipped = _mvh_datasets(root)
         if not folders:
             raise TaskError(f"task={root}: neither a generated dataset (annotations.parquet) nor model-vs-human "
-                            "stimuli (<dataset>/dnn/session-1/*.png)")
+                            "stimuli (<dataset>/dnn/session-1/*.png or <dataset>/<category>/*.png)")
+        asked = set(datasets or ())
+        bad = sorted(d.name for d in skipped if d.name in asked)
+        if bad:
+            raise TaskError(f"datasets={bad}: {root}/{bad[0]} is not a model-vs-human stimulus folder (neither "
+                            "dnn/session-*/<images> nor <category>/<images> with the 16 categories as folders)")
+        if skipped and not asked:
+            log.warning("task=%s: skipped %d folder(s) that are not model-vs-human stimuli: %s", root, len(skipped),
+                        ", ".join(d.name for d in skipped))
+        if asked and folders != [root]:  # only the datasets asked for are read
+            unknown = sorted(asked - {f.name for f in folders})
+            if unknown:
+                raise TaskError(f"datasets={unknown}: not in {root}; have {sorted(f.name for f in folders)}")
+            folders = [f for f in folders if f.name in asked]
         tasks = [_mvh_task(f, decision) for f in folders]
         if conditions:
             keep = set(map(str, conditions))

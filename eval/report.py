@@ -24,6 +24,7 @@ or a table already in the trial schema) and a zoo list with ImageNet top-1, and 
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 
 import numpy as np
@@ -105,7 +106,7 @@ def consistency_tables_reference(trials: pd.DataFrame,
     excl = stats.excluded_conditions(aggregation)
     ec, ceil = [], []
     metrics = ("kappa", "c_obs", "acc_diff_sq")
-    for task, t in trials.groupby("task"):
+    for task, t in stats.one_condition(trials).groupby("task"):
         drop = excl.get(task, set())
         if drop:
             t = t[~t["condition"].map(stats.condition_code).isin(drop)]
@@ -169,6 +170,21 @@ def task_differences(summary: pd.DataFrame, split: str, seed: int) -> pd.DataFra
     return pd.DataFrame(rows)
 
 
+MINDSET_SUMMARIES = ("similarity_summary", "decoder_summary")
+
+
+def mindset_summaries(results: Path) -> dict[str, pd.DataFrame]:
+    """The summary tables ``eval similarity`` and ``eval decoder`` append to ``results`` (those present):
+    MindSet results that are not decisions (distances, regression read-outs) have no trial rows, but are
+    results all the same — ``eval stats`` reports them and ``eval report`` draws their figures."""
+    out = {}
+    for kind in MINDSET_SUMMARIES:
+        parts = sorted((Path(results) / kind).glob("*.parquet"))
+        if parts:
+            out[kind] = pd.concat([pd.read_parquet(q) for q in parts], ignore_index=True)
+    return out
+
+
 def _md(df: pd.DataFrame, floatfmt: str = "{:.3f}") -> str:
     if df is None or df.empty:
         return "_none_\n"
@@ -189,8 +205,7 @@ def run_stats(c: dict) -> Path:
     res = Path(c["results"])
     if not res.is_dir():
         raise FileNotFoundError(f"results={res}: no such folder")
-    out = Path(c["out"]) if c.get("out") else res / "stats"
-    out.mkdir(parents=True, exist_ok=True)
+    out = Path(c["out"]) if c.get("out") else res / "stats"  # created once the inputs are known to be usable
     from .results import label_runs
 
     aggregation = c.get("aggregation") or "model-vs-human"
@@ -202,9 +217,11 @@ def run_stats(c: dict) -> Path:
     humans = _humans(c)
     if humans is not None:
         trials = pd.concat([trials, humans], ignore_index=True)
-    if trials.empty:
-        raise ValueError(f"results={res}: no trials (run python -m eval probe ... out={res} first)")
-    split = c.get("split", "test")
+    mindset = mindset_summaries(res)
+    if trials.empty and not mindset:
+        raise ValueError(f"results={res}: no trials, and no similarity or decoder results (run python -m eval "
+                         f"probe|ood|decoder|similarity ... out={res} first)")
+    split = c.get("split") or "test"
     sel = trials[(trials["split"] == split) | (trials["observer_type"] == "human")]
     n_boot, n_perm, ci, seed = int(c["n_boot"]), int(c["n_perm"]), float(c["ci"]), int(c["seed"])
     tables = {
@@ -213,6 +230,7 @@ def run_stats(c: dict) -> Path:
         "observers": observer_table(sel, n_boot, n_perm, ci, seed),
     }
     tables["error_consistency"], tables["human_ceiling"] = consistency_tables(sel, aggregation)
+    tables.update(mindset)  # MindSet methods' own summaries (similarity, regression decoders: no trials)
     if humans is not None:
         tables["benchmark"], tables["benchmark_mean"] = _benchmark(sel, aggregation)
         if (sel["task"] == "cue-conflict").any():  # model-vs-human's shape bias (issue 15)
@@ -221,8 +239,13 @@ def run_stats(c: dict) -> Path:
     zoo = zoo_table(c["zoo"]) if c.get("zoo") else None
     if zoo is not None and "imagenet_top1" in zoo.columns:
         tables["imagenet_correlation"] = stats.correlate_with_imagenet(label_runs(summary)[0], zoo, split=split)
+    out.mkdir(parents=True, exist_ok=True)
     for name, df in tables.items():
         write_table(df, out / name)
+    # what the tables were computed on: eval report draws the same split or refuses (one split per report)
+    atomic_write_text(out / "stats.json", json.dumps({"split": split, "aggregation": aggregation,
+                                                      "results": str(res), "humans": c.get("humans")},
+                                                     indent=1, default=str))
     parts = [f"# Statistics for `{res}`\n", f"Split: `{split}`; bootstrap {n_boot} resamples of n items; "
              f"noise floor from {n_perm} label permutations; CI level {ci}.\n"]
     mixed = identities[identities["mixed"]] if not identities.empty else identities
@@ -241,9 +264,19 @@ def run_stats(c: dict) -> Path:
               "benchmark_mean": "Model-vs-human metrics, mean over datasets (models ranked per metric; humans = ceiling)",
               "shape_bias": "Shape bias on cue-conflict images",
               "task_differences": "Paired sign-flip tests between tasks", "imagenet_correlation":
-              "Correlation with ImageNet top-1"}
+              "Correlation with ImageNet top-1",
+              "similarity_summary": "Similarity judgment: mean distance per comparison level and layer",
+              "decoder_summary": "Decoders: accuracy or RMSE per decoder, condition and target"}
+    bm = tables.get("benchmark_mean")
+    if bm is not None and not bm.empty and (bm["missing"].astype(str) != "").any():
+        parts.append("\n**Incomplete benchmark means** (each averages only the datasets it has all four metrics "
+                     "for; not ranked): " + "; ".join(
+                         f"`{r.observer}` over {r.datasets} dataset(s), missing {r.missing}"
+                         for r in bm.itertuples() if str(r.missing)) + ".\n")
     for name, df in tables.items():
         shown = df
+        if name == "seed_summary" and not df.empty:  # the report's split (VPT-Strategy: its own)
+            shown = df[(df["split"] == split) | (df["split"] == "strategy")]
         if name == "error_consistency" and not df.empty:
             shown = df.groupby(["task", "method", "observer"], as_index=False).agg(
                 kappa_mean=("kappa", "mean"), c_obs_mean=("c_obs", "mean"), acc_diff_sq_mean=("acc_diff_sq", "mean"),

@@ -323,18 +323,43 @@ def _item_codes(values) -> np.ndarray:
     return np.where(codes < 0, codes.max(initial=-1) + 1, codes)
 
 
+def _mvh_conditions_data() -> dict:
+    from importlib.resources import files
+
+    import yaml
+
+    return yaml.safe_load(files("eval").joinpath("data", "mvh_excluded_conditions.yaml").read_text())
+
+
 def excluded_conditions(aggregation: str = "model-vs-human") -> dict[str, set[str]]:
     """``{dataset: {canonical condition code, ...}}`` excluded under ``aggregation`` (empty for pooled)."""
     if aggregation not in AGGREGATIONS:
         raise StatsError(f"aggregation={aggregation!r}: allowed {', '.join(AGGREGATIONS)}")
     if aggregation == "pooled":
         return {}
-    from importlib.resources import files
+    return {k: {condition_code(c) for c in v} for k, v in _mvh_conditions_data()["excluded"].items()}
 
-    import yaml
 
-    data = yaml.safe_load(files("eval").joinpath("data", "mvh_excluded_conditions.yaml").read_text())
-    return {k: {condition_code(c) for c in v} for k, v in data["excluded"].items()}
+SINGLE_CONDITION_CODE = "0"  # the code the human files of those datasets carry
+
+
+def single_condition_datasets() -> frozenset[str]:
+    """model-vs-human's datasets without an experiment (cue-conflict, edge, silhouette, sketch, stylized;
+    ``eval/data/mvh_excluded_conditions.yaml``): its analysis ignores their ``condition`` column and pairs
+    trials by image alone, so every statistic here treats each of them as one condition
+    (:data:`SINGLE_CONDITION_CODE`), under either aggregation. (Its released CSVs carry ``NaN`` for models
+    and ``0`` for humans there: joined on the column, no model trial found its human partner.)"""
+    return frozenset(_mvh_conditions_data()["single_condition"])
+
+
+def one_condition(trials: pd.DataFrame) -> pd.DataFrame:
+    """``trials`` with the condition of every :func:`single_condition_datasets` row set to
+    :data:`SINGLE_CONDITION_CODE` (the plain form of what :func:`task_groups` does with codes)."""
+    single = trials["task"].isin(single_condition_datasets())
+    if not single.any():
+        return trials
+    cond = trials["condition"].astype("string").where(~single, SINGLE_CONDITION_CODE)
+    return trials.assign(condition=cond)
 
 
 def _decision_makers(trials: pd.DataFrame) -> dict[str, pd.Series]:
@@ -466,9 +491,14 @@ def pair_values(counts: dict, aggregation: str = "model-vs-human") -> dict:
 def task_groups(trials: pd.DataFrame, used: list[str], excl: dict):
     """Per task (sorted), the trials with human observers: ``(task, rows, condition codes, is_human)`` after
     dropping the conditions ``excl[task]`` lists; ``rows`` holds only the columns ``used`` (each group is a
-    copy); tasks without any human trial are skipped. The common first step of the all-pairs tables."""
+    copy); tasks without any human trial are skipped. The common first step of the all-pairs tables. The
+    trials of a :func:`single_condition_datasets` dataset are all one condition, whatever the column says."""
+    single = single_condition_datasets()
     for task, t in trials[used].groupby("task", sort=True):
-        cond, canon = condition_code_index(t["condition"])
+        if task in single:
+            cond, canon = np.zeros(len(t), dtype=np.int64), np.array([SINGLE_CONDITION_CODE], dtype=object)
+        else:
+            cond, canon = condition_code_index(t["condition"])
         drop = excl.get(task, set())
         if drop:
             keep = ~np.isin(canon, list(drop))[cond]
@@ -487,8 +517,11 @@ def benchmark_tables(trials: pd.DataFrame, aggregation: str = "model-vs-human",
     ``kappa``, ``c_obs``, ``acc_diff_sq`` (squared accuracy difference), plus ``ood_accuracy`` (accuracy
     of all the decision maker's trials in the kept conditions; humans pooled) and ``pairs``. Excluded
     conditions (``exclusions``; default: model-vs-human's list when ``aggregation="model-vs-human"``) are
-    dropped before anything is computed. Returns ``(per_dataset, means)``; ``means`` averages each metric
-    over the datasets an observer has (``datasets`` says how many), as model-vs-human does over its 17.
+    dropped before anything is computed; a :func:`single_condition_datasets` dataset is one condition.
+    Returns ``(per_dataset, means)``; ``means`` (:func:`benchmark_means`) averages each metric over the
+    datasets of the benchmark, as model-vs-human does over its 17: ``datasets`` says how many an observer's
+    mean covers and ``missing`` names the benchmark datasets it lacks (no trials, or no metric: e.g. no image
+    shared with a human), so a mean is never labelled with more datasets than it averages.
 
     Every pair of one dataset at once (:func:`pair_counts`: matrix products of observers × shared trials);
     :func:`benchmark_tables_reference` is the plain twin (one :func:`pair_metrics` per pair)."""
@@ -532,10 +565,32 @@ def _benchmark_frames(rows: list) -> tuple[pd.DataFrame, pd.DataFrame]:
     cols = ["task", "observer", "observer_type", "kappa", "c_obs", "acc_diff_sq", "ood_accuracy", "pairs",
             "trials", "aggregation"]
     per = pd.DataFrame(rows, columns=cols)
-    means = per.groupby(["observer", "observer_type", "aggregation"], as_index=False, sort=False).agg(
-        kappa=("kappa", "mean"), c_obs=("c_obs", "mean"), acc_diff_sq=("acc_diff_sq", "mean"),
-        ood_accuracy=("ood_accuracy", "mean"), datasets=("task", "nunique"))
-    return per, benchmark_ranks(means)
+    return per, benchmark_ranks(benchmark_means(per))
+
+
+def benchmark_means(per: pd.DataFrame) -> pd.DataFrame:
+    """One row per (observer, observer type, aggregation) of the per-dataset benchmark table ``per``: each
+    metric averaged over the *benchmark datasets* the observer has all four metrics for; ``datasets`` = how
+    many that is, ``missing`` = the benchmark datasets left out (comma-separated; empty when none). The
+    benchmark datasets are those with model rows (all datasets of ``per`` when it has none), so the human row
+    averages the datasets the models were compared on. Nothing is averaged silently over fewer datasets
+    than reported: an observer without a metric on a dataset (no trials there, or no image shared with a
+    human) has it listed in ``missing`` (:func:`benchmark_ranks` ranks only models with none missing)."""
+    metrics = list(BENCHMARK_METRICS)
+    keys = ["observer", "observer_type", "aggregation"]
+    cols = keys + metrics + ["datasets", "missing"]
+    if per.empty:
+        return pd.DataFrame(columns=cols)
+    model_tasks = per.loc[per["observer_type"] == "model", "task"]
+    scope = set(model_tasks) if len(model_tasks) else set(per["task"])
+    rows = []
+    for key, g in per.groupby(keys, sort=False):
+        g = g[g["task"].isin(scope)]
+        ok = g[g[metrics].notna().all(axis=1)]
+        rows.append({**dict(zip(keys, key)), **{m: float(ok[m].mean()) if len(ok) else float("nan") for m in metrics},
+                     "datasets": int(ok["task"].nunique()),
+                     "missing": ", ".join(sorted(scope - set(ok["task"].astype(str))))})
+    return pd.DataFrame(rows, columns=cols)
 
 
 def benchmark_tables_reference(trials: pd.DataFrame, aggregation: str = "model-vs-human",
@@ -546,7 +601,7 @@ def benchmark_tables_reference(trials: pd.DataFrame, aggregation: str = "model-v
         raise StatsError(f"aggregation={aggregation!r}: allowed {', '.join(AGGREGATIONS)}")
     excl = excluded_conditions(aggregation) if exclusions is None else exclusions
     rows = []
-    for task, t in trials.groupby("task", sort=True):
+    for task, t in one_condition(trials).groupby("task", sort=True):
         drop = excl.get(task, set())
         if drop:
             t = t[~t["condition"].map(condition_code).isin(drop)]
@@ -578,9 +633,12 @@ def benchmark_ranks(means: pd.DataFrame) -> pd.DataFrame:
     """``means`` (one row per observer, mean over datasets) with ``rank_<metric>`` per model-vs-human metric
     among the *models* (1 = best: highest κ, observed consistency and OOD accuracy, lowest squared accuracy
     difference; ties share the lower rank) and ``mean_rank``, their mean — the benchmark table of
-    model-vs-human (Geirhos et al., 2021). The human row (the ceiling) is not ranked (NaN)."""
+    model-vs-human (Geirhos et al., 2021). The human row (the ceiling) is not ranked (NaN), nor is a model
+    whose ``missing`` datasets (:func:`benchmark_means`) make its means incomparable."""
     out = means.copy()
     models = out["observer_type"] == "model"
+    if "missing" in out:
+        models &= out["missing"].fillna("").astype(str) == ""
     for metric, higher in BENCHMARK_METRICS.items():
         out[f"rank_{metric}"] = float("nan")
         out.loc[models, f"rank_{metric}"] = out.loc[models, metric].rank(ascending=not higher, method="min")

@@ -428,6 +428,8 @@ def _load_open_clip(mid, weights, kwargs, versions):
         tags = [t for a, t in open_clip.list_pretrained() if a == mid.name]
         raise ZooError(f"{mid}: pretrained=true needs a tag, 'open_clip:{mid.name}/<tag>'; tags: {tags}")
     pretrained = weights.file or (mid.tag if weights.pretrained else None)
+    if weights.file:  # vetted by the one safe loader first (open_clip reads it again, also weights-only)
+        load_state_dict(weights.file)
     try:
         m, _, preprocess = open_clip.create_model_and_transforms(mid.name, pretrained=pretrained, **kwargs)
     except Exception as e:  # noqa: BLE001
@@ -498,15 +500,12 @@ def _load_module(mid, weights, kwargs, versions):
 
 def load_state_dict(path: str | os.PathLike) -> dict:
     """A checkpoint as a flat state dict (.safetensors, or torch files with an optional
-    ``state_dict``/``model`` wrapper)."""
-    import torch
+    ``state_dict``/``model`` wrapper), read by the one safe loader (``eval.checkpoints.load_tensors``:
+    a file that would run code is refused with ``UnsafeFileError``, a ``ValueError``)."""
+    from .checkpoints import load_tensors
 
     path = str(path)
-    if path.endswith(".safetensors"):
-        from safetensors.torch import load_file
-
-        return load_file(path)
-    obj = torch.load(path, map_location="cpu", weights_only=True)
+    obj = load_tensors(path, "weights file")
     for key in ("state_dict", "model", "model_state"):
         if isinstance(obj, dict) and key in obj and isinstance(obj[key], dict):
             obj = obj[key]

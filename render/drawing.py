@@ -262,13 +262,15 @@ def shaded(b: Buffers, light=(-0.5, -0.6, -0.62), ambient: float = 0.3) -> np.nd
     return _downsample(val.astype(np.float32), b.supersample)
 
 
-def contact_sheet(size: int = 128, stroke_px: float = 1.5, instances: int | None = None) -> np.ndarray:
-    """uint8 [rows, cols] grey sheet of every library instance in its canonical view: one row per category,
-    each instance as line drawing then filled silhouette (black on white)."""
-    from scenes.objects import N_INSTANCES, build, categories
+def contact_sheet(size: int = 128, stroke_px: float = 1.5, instances: int | None = None,
+                  categories: list[str] | None = None) -> np.ndarray:
+    """uint8 [rows, cols] grey sheet of library instances in their canonical view: one row per category
+    (``categories``, default all), each instance as line drawing then filled silhouette (black on white)."""
+    from scenes.objects import N_INSTANCES, build
+    from scenes.objects import categories as all_categories
 
     rows = []
-    for c in categories():
+    for c in categories or all_categories():
         tiles = []
         for i in range(1, (instances or N_INSTANCES) + 1):
             m = build(c, i)
@@ -279,19 +281,30 @@ def contact_sheet(size: int = 128, stroke_px: float = 1.5, instances: int | None
 
 
 def main(argv=None) -> int:
-    """``python -m render.drawing --sheet docs/img/objects_sheet.png``: the library's contact sheet."""
+    """``python -m render.drawing --sheet docs/img/objects_sheet.png [--group imagenet16 | --new]``: the
+    library's contact sheet (all categories, one group, or the categories outside the 16 ImageNet ones)."""
     import argparse
+
+    from scenes.objects import GROUPS, category_names
 
     ap = argparse.ArgumentParser(description="contact sheet of the procedural object library")
     ap.add_argument("--sheet", required=True, help="output PNG path")
     ap.add_argument("--size", type=int, default=128, help="tile size in pixels (default 128)")
+    ap.add_argument("--group", default=None, help=f"only this group of categories: {', '.join(GROUPS)} (default: all)")
+    ap.add_argument("--new", action="store_true", help="only the categories outside the 16-class ImageNet set")
     args = ap.parse_args(argv)
     if not 32 <= args.size <= 512:
         print(f"error: --size={args.size} must be in [32, 512]")
         return 2
+    if args.group is not None and args.group not in GROUPS:
+        print(f"error: --group={args.group} unknown; one of {', '.join(GROUPS)}")
+        return 2
+    cats = category_names(args.group)
+    if args.new:
+        cats = [c for c in cats if c not in category_names("imagenet16")]
     from .files import save_png
 
-    save_png(args.sheet, contact_sheet(args.size))
+    save_png(args.sheet, contact_sheet(args.size, categories=cats))
     return 0
 
 

@@ -145,6 +145,9 @@ CASES = [
     ("traj-pt-means-string", "render.trajectory scene={d}/strmeans.pt out={d}/t1",
      "strmeans.pt: splats['means'] is a str; expected a float tensor of positions [N, 3]", "t1"),
     ("traj-unknown-type", "render.trajectory scene={d}/mesh.obj out={d}/t1", "mesh.obj: unknown scene file type", "t1"),
+    ("eval-stats-no-results", "eval stats results={d}/ift", "no trials, and no similarity or decoder results",
+     "ift/stats"),
+    ("eval-report-no-results", "eval report results={d}/ift", "no trials or summaries", "ift/stats"),
     # issue 34, items 12-13: silent wrong input and tracebacks (each fails on the code before issue 34)
     ("traj-cameras-bottom-row", "render.trajectory cameras={d}/bottom_cameras.csv out={d}/t1",
      "w2c bottom row is [0.5, 0.0, 0.0, 1.0], must be [0, 0, 0, 1]", "t1"),

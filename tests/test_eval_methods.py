@@ -10,6 +10,7 @@ import torch
 from PIL import Image
 
 from eval import results as R
+from eval.checkpoints import load_tensors
 from eval.embeddings import Embeddings, get_embeddings
 from eval.finetune import FinetuneConfig, run_finetune
 from eval.probe import ProbeConfig, run_probe, seed_summary, train_probe
@@ -147,7 +148,7 @@ def test_finetune_learns_and_resumes_identically(tmp_path):
     straight = run_finetune(task, m, "timm:test_resnet", cfg, tmp_path / "a", progress=False)
     assert run_finetune(task, m, "timm:test_resnet", cfg, tmp_path / "b", epochs_per_invocation=2,
                         progress=False) is None  # paused after 2 epochs
-    ck = torch.load(next((tmp_path / "b" / "checkpoints").iterdir()) / "last.pt", weights_only=False)
+    ck = load_tensors(next((tmp_path / "b" / "checkpoints").iterdir()) / "last.pt")  # the one safe loader reads it
     assert ck["state"]["epoch"] == 1
     resumed = run_finetune(task, m, "timm:test_resnet", cfg, tmp_path / "b", progress=False)
     cols = ["split", "accuracy", "best_epoch", "epochs_run", "val_accuracy"]

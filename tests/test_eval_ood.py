@@ -285,3 +285,53 @@ def test_imagenet_decision_scores_top1_and_top5_against_index_labels(tmp_path, l
     assert list(t["correct"]) == [True, True, False, False] and set(t["feature"]) == {"logits:imagenet:none"}
     assert list(t["response"]) == [str(first[a]) for a in answers]
     assert summ["top5_accuracy"].iloc[0] == 0.75 and summ["accuracy"].iloc[0] == 0.5
+
+
+def test_category_folder_layout_of_cue_conflict_edge_silhouette_is_read(tmp_path, lookup_module, caplog):
+    """model-vs-human stores cue-conflict, edge and silhouette as ``<dataset>/<category>/<image>`` (no
+    ``dnn/session-1``, no condition in the name): they were skipped without a word, and refused when named."""
+    from eval.humans import load_model_vs_human
+    from eval.ood import _mvh_datasets
+
+    stim = tmp_path / "stimuli"
+    mvh_folder(stim, "colour", [f"{k + 1:04d}_cl_dnn_bw_{c}_40_n0000000{k}_{k}.png" for k, c in enumerate(["cat", "dog"])])
+    cc = [("cat", "cat1-dog1"), ("cat", "cat2-clock1"), ("dog", "dog1-cat2"), ("clock", "clock1-dog2")]
+    for k, (cat, name) in enumerate(cc):
+        write_code_image(stim / "cue-conflict" / cat / f"{name}.png", k)
+    for k, cat in enumerate(["bird", "boat", "bird"]):
+        write_code_image(stim / "edge" / cat / f"{cat}{k + 1}.png", k)
+    (stim / "notes").mkdir()
+    (stim / "notes" / "readme.txt").write_text("not stimuli")
+    with caplog.at_level("WARNING"):
+        tasks = {t.name: t for t in ood_tasks(stim)}
+    assert sorted(tasks) == ["colour", "cue-conflict", "edge"] and "notes" in caplog.text
+    found, skipped = _mvh_datasets(stim)
+    assert [f.name for f in found] == ["colour", "cue-conflict", "edge"] and [d.name for d in skipped] == ["notes"]
+    items = tasks["cue-conflict"].items.sort_values("path_id")
+    assert list(items["label_name"]) == ["cat", "cat", "clock", "dog"]
+    assert list(items["item_id"]) == ["cat1-dog1", "cat2-clock1", "clock1-dog2", "dog1-cat2"]
+    assert set(items["condition"]) == {stats.SINGLE_CONDITION_CODE}
+    # named alone, or the dataset folder itself
+    assert [t.name for t in ood_tasks(stim, datasets=["edge"])] == ["edge"]
+    assert [(t.name, len(t.items)) for t in ood_tasks(stim / "cue-conflict")] == [("cue-conflict", 4)]
+    with pytest.raises(Exception, match=r"notes is not a model-vs-human stimulus folder"):
+        ood_tasks(stim, datasets=["notes"])
+    with pytest.raises(Exception, match=r"datasets=\['silhouette'\]: not in"):
+        ood_tasks(stim, datasets=["silhouette"])
+    # the model's cue-conflict trials join a human's (condition 0 in the human file) and get a kappa
+    answers = [CATS.index(c) for c in ("cat", "clock", "dog", "cat")]  # image k (sorted path) -> answer
+    clf = load_classifier(lookup_module, kwargs={"answers": answers})
+    run_ood(tasks["cue-conflict"], clf, lookup_module, OODConfig(n_boot=200), tmp_path / "res",
+            cache_dir=tmp_path / "cache", progress=False)
+    tr = read_results(tmp_path / "res")
+    assert len(tr) == 4 and tr["correct"].sum() >= 1
+    hdir = tmp_path / "humans" / "cue-conflict"
+    hdir.mkdir(parents=True)
+    for subj in ("subject-01", "subject-02"):
+        pd.DataFrame({"subj": subj, "session": 1, "trial": range(1, 5), "rt": 0.5,
+                      "object_response": ["cat", "dog", "dog", "clock"], "category": [c for c, _ in cc],
+                      "condition": 0, "imagename": [f"{k + 1:04d}_s5n_s01_0_{c}_00_{n}.png" for k, (c, n) in enumerate(cc)]}
+                     ).to_csv(hdir / f"cue-conflict_{subj}_session_1.csv", index=False)
+    per, _ = stats.benchmark_tables(pd.concat([tr, load_model_vs_human(tmp_path / "humans")], ignore_index=True))
+    row = per.set_index("observer").loc[lookup_module]
+    assert row["pairs"] == 2 and np.isfinite(row["kappa"])

@@ -258,3 +258,115 @@ def test_cluster_bootstrap_matches_index_twin_and_is_wider_for_clustered_items()
     s = stats.accuracy_summary(t, 2000, 0.95, 0)
     assert s["ci_unit"] == "clusters (40)" and s["accuracy_ci_low"] < s["accuracy"] < s["accuracy_ci_high"]
     assert stats.accuracy_summary(t.assign(cluster=""), 2000, 0.95, 0)["ci_unit"] == "items"
+
+
+# ---------------------------------------------------------------------------------------------------
+# issue 34 item 3: model-vs-human's single-condition datasets; benchmark means name what they average
+
+MODELS_MVH = _shared_data() / "model-trials" / "model-vs-human"
+
+
+def _mvh_csv(path: Path, subj: str, rows: list[tuple]) -> None:
+    """A model-vs-human CSV: ``rows`` of (response, category, condition, imagename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = ["subj,session,trial,rt,object_response,category,condition,imagename"]
+    lines += [f"{subj},1,{i + 1},NaN,{r},{c},{cond},{img}" for i, (r, c, cond, img) in enumerate(rows)]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_single_condition_datasets_pair_models_with_humans_and_means_name_their_datasets(tmp_path):
+    """Released model files say condition NaN on cue-conflict (humans: 0): the model got no κ there, and the
+    mean over datasets averaged 1 dataset while saying 2. Now cue-conflict is one condition (as
+    model-vs-human's analysis has it) and each mean says what it covers."""
+    rng = np.random.default_rng(0)
+    imgs = [f"{c}{k}-{t}{k}.png" for k in range(1, 9) for c, t in (("cat", "dog"), ("dog", "cat"))]
+    truth = [i.split("-")[0].rstrip("0123456789") for i in imgs]
+    folder = tmp_path / "raw"
+    answers = {}
+    for subj, cond in (("subject-01", "0"), ("subject-02", "0"), ("resnet50", "NaN")):
+        right = rng.random(len(imgs)) < 0.6
+        answers[subj] = right
+        rows = [(t if ok else "car", t, cond, f"{k + 1:04d}_s5n_s01_0_{t}_00_{img}" if cond == "0" else img)
+                for k, (img, t, ok) in enumerate(zip(imgs, truth, right))]
+        name = f"cue-conflict_{subj}_session_1.csv" if cond == "0" else f"cue-conflict_{subj}_session-1.csv"
+        _mvh_csv(folder / "cue-conflict" / name, subj, rows)
+        # colour: two conditions, the model only has trials in "bw" (its "cr" trials are excluded anyway)
+        col = [(t if ok else "car", t, cd, f"{k + 1:04d}_cl_s01_{cd}_{t}_40_n0{k}_{k}.png")
+               for k, (t, ok, cd) in enumerate(zip(truth, right, ["cr", "bw"] * 8))]
+        name = f"colour_{subj}_session_1.csv" if cond == "0" else f"colour_{subj}_session-1.csv"
+        _mvh_csv(folder / "colour" / name, subj, col)
+    t = load_model_vs_human(folder)
+    assert set(t.loc[t["observer"] == "resnet50", "observer_type"]) == {"model"}
+    assert set(t.loc[t["task"] == "cue-conflict", "condition"]) == {"0"}  # NaN (model) and 0 (humans) read alike
+    per, means = stats.benchmark_tables(t)
+    ref_per, ref_means = stats.benchmark_tables_reference(t)
+    pd.testing.assert_frame_equal(per, ref_per)
+    pd.testing.assert_frame_equal(means, ref_means)
+    cc = per.set_index(["task", "observer"]).loc[("cue-conflict", "resnet50")]
+    want = np.mean([stats.error_consistency(answers["resnet50"], answers[h])["kappa"]
+                    for h in ("subject-01", "subject-02")])
+    assert cc["pairs"] == 2 and cc["kappa"] == pytest.approx(want)
+    m = means.set_index("observer")
+    assert m.loc["resnet50", "datasets"] == 2 and m.loc["resnet50", "missing"] == ""
+    assert m.loc["resnet50", "kappa"] == pytest.approx(per[per["observer"] == "resnet50"]["kappa"].mean())
+    # a model with trials on one of the two datasets: its mean says 1 dataset and names the other; unranked
+    other = t[(t["observer"] == "resnet50") & (t["task"] == "colour")].assign(observer="half", model_id="half")
+    _, means2 = stats.benchmark_tables(pd.concat([t, other], ignore_index=True))
+    h = means2.set_index("observer").loc["half"]
+    assert h["datasets"] == 1 and h["missing"] == "cue-conflict" and np.isnan(h["mean_rank"])
+    assert means2.set_index("observer").loc["resnet50", "mean_rank"] == 1.0
+
+
+def test_single_condition_dataset_ignores_the_condition_column():
+    """The trial tables as released (model rows NaN, human rows 0 on cue-conflict), without the loader: every
+    statistic pairs the trials by image, under both aggregations, fast paths equal to their twins."""
+    from eval.report import consistency_tables, consistency_tables_reference
+
+    a, b, m = [1, 1, 0, 1, 0, 0], [1, 0, 0, 1, 1, 0], [1, 1, 0, 0, 0, 1]
+    t = pd.concat([cond_trials("subject-01", a, ["0"] * 6), cond_trials("subject-02", b, ["0"] * 6),
+                   cond_trials("resnet50", m, ["NaN"] * 6, kind="model")], ignore_index=True)
+    t["task"] = pd.array(["cue-conflict"] * len(t), dtype="string")
+    want = np.mean([stats.error_consistency(m, h)["kappa"] for h in (a, b)])
+    for agg in stats.AGGREGATIONS:
+        per, _ = stats.benchmark_tables(t, agg)
+        row = per.set_index("observer").loc["resnet50"]
+        assert row["pairs"] == 2 and row["kappa"] == pytest.approx(want)
+        pd.testing.assert_frame_equal(per, stats.benchmark_tables_reference(t, agg)[0])
+        ec, _ = consistency_tables(t, agg)
+        ref, _ = consistency_tables_reference(t, agg)
+        assert len(ec) == 2 and ec["kappa"].mean() == pytest.approx(want)
+        pd.testing.assert_frame_equal(ec, ref, check_dtype=False)
+    # a dataset with real conditions keeps joining on them
+    t2 = t.assign(task=pd.array(["colour"] * len(t), dtype="string"))
+    assert stats.benchmark_tables(t2, "pooled")[0].set_index("observer").loc["resnet50", "pairs"] == 0
+
+
+def test_released_model_file_names_and_mixed_files(tmp_path):
+    _mvh_csv(tmp_path / "edge" / "edge_BiTM_resnetv2_50x1_session-1.csv", "BiTM_resnetv2_50x1",
+             [("cat", "cat", "NaN", "cat1.png")])
+    t = load_model_vs_human(tmp_path)
+    r = t.iloc[0]
+    assert (r["task"], r["observer"], r["observer_type"], r["model_id"], r["method"], r["condition"]) == (
+        "edge", "BiTM_resnetv2_50x1", "model", "BiTM_resnetv2_50x1", "released", "0")
+    _mvh_csv(tmp_path / "bad" / "edge_subject-01_session_1.csv", "subject-01", [("cat", "cat", "0", "a_cat1.png")])
+    (tmp_path / "bad" / "edge_subject-01_session_1.csv").write_text(
+        (tmp_path / "bad" / "edge_subject-01_session_1.csv").read_text() + "resnet50,1,2,NaN,cat,cat,0,cat2.png\n")
+    with pytest.raises(Exception, match="both human .* and model observers"):
+        load_model_vs_human(tmp_path / "bad")
+
+
+@pytest.mark.skipif(not (MVH.is_dir() and MODELS_MVH.is_dir()), reason="../shared/data is not present")
+def test_resnet50_released_trials_reproduce_model_vs_human_published_figures():
+    """model-vs-human's leaderboard for ResNet-50 (README in ../shared/data): accuracy difference 0.087,
+    observed consistency 0.665, error consistency 0.208, OOD accuracy 0.559, over all 17 datasets."""
+    t = load_model_vs_human([MVH, MODELS_MVH])
+    per, means = stats.benchmark_tables(t, "model-vs-human")
+    r = means.set_index("observer").loc["resnet50"]
+    assert r["datasets"] == 17 and r["missing"] == ""
+    assert round(r["acc_diff_sq"], 3) == 0.087
+    assert round(r["c_obs"], 3) == 0.665
+    assert round(r["kappa"], 3) == 0.208
+    assert round(r["ood_accuracy"], 3) == 0.559
+    assert per[per["observer"] == "resnet50"][["kappa", "c_obs", "acc_diff_sq"]].notna().all().all()
+    h = means.set_index("observer").loc["humans"]
+    assert round(h["kappa"], 3) == 0.431 and h["datasets"] == 17  # the human ceiling is unchanged

@@ -119,6 +119,7 @@ SIX = ["task=out/six", "target=null", "diffusion.template='a photo of a {class}'
        "diffusion.samples=[50,500]"]  # "adaptive rounds" are for many classes (keep 5 needs more than 5)
 FORM_ARGS = {
     "source=<folder>": ["source=src_images"],
+    "humans=[<human trials folder>,<model trials folder>]": ["humans=[mvh_raw,mvh_models]"],
     "weights=<checkpoint file>": ["pretrained=false", "weights=checkpoint.pth"],
     "feature=layer3": ["taps=[layer3]", "feature=layer3"],
     "diffusion.template='a photo of a {class}'": [*AB, "diffusion.template='a photo of a {class}'"],
@@ -337,6 +338,7 @@ def work(tmp_path_factory):
     (w / "models" / "llava").mkdir()  # a local transformers model folder (the client is made on the first request)
     (w / "checkpoint.pth").write_bytes(b"")  # weights=<file>: checked to exist; loading is the stopped work
     (w / "mvh_raw").mkdir()
+    (w / "mvh_models").mkdir()
     for spec in ("a.yaml", "b.yaml", "c.yaml"):  # CO3D scene specs: the build checks they exist (the build reads them)
         (w / spec).write_text("splat: point_cloud.ply\nco3d_root: co3d\ncategory: hydrant\nsequence: '1'\n")
     pd.DataFrame({"observer": ["h1"], "item_id": ["images/003.png"], "response": ["1"]}).to_csv(w / "responses.csv")

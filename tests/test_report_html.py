@@ -228,3 +228,107 @@ def test_mindset_tables_from_the_methods_columns_feed_the_figures():
     bias = D.decoder_bias(out["decoder"])
     assert np.isclose(bias.loc[bias["condition"] == "y", "bias"].iloc[0], -1.0)
     assert np.isclose(bias.loc[bias["condition"] == "x", "bias"].iloc[0], 0.5)
+
+
+# ------------------------------------------------------------------------------------------ issue 34
+
+
+def test_one_split_per_report_after_stats_on_the_human_split(tmp_path):
+    """``eval stats split=human`` then ``eval report`` (the README's order) drew test-split model accuracies
+    against the human split's noise floor and band, the header saying one split and the table another. Now
+    the report takes the statistics' split, and a different one is refused."""
+    trials, summary, _ = S.threedpc_tables(n_models=3, n_test=30, n_human_items=12, n_scenes=2, seeds=(0,),
+                                           n_humans=2)
+    res = tmp_path / "r"
+    keep = trials["task"] == "3dpc/vpt"
+    write_results(res, trials[keep], summary[summary["task"] == "3dpc/vpt"])
+    trials[keep & (trials["observer_type"] == "human")].to_parquet(tmp_path / "humans.parquet")
+    run_stats({"results": str(res), "humans": str(tmp_path / "humans.parquet"), "humans_format": "trials",
+               **{**STATS, "split": "human"}})
+    page = build_report({"results": str(res)}).read_text()  # no split given: the statistics' split
+    assert "split <code>human</code>" in page and "split human;" in page  # header and the figure's caption
+    start = page.index("<h3>Accuracy across seeds</h3>")
+    seeds = page[start:page.index("<h3>", start + 5)]
+    assert seeds.count("<td>human</td>") == 3 and "<td>test</td>" not in seeds  # 3 models, the human split only
+    assert "split test" not in page and "<td>test</td>" not in page
+    with pytest.raises(ValueError, match="computed on split=human.*one split per report"):
+        build_report({"results": str(res), "split": "test"})
+    assert build_report({"results": str(res), "split": "human"}).is_file()
+
+
+@pytest.fixture(scope="module")
+def mindset_results(tmp_path_factory):
+    """Real MindSet method outputs: similarity judgments and a regression decoder (no trial rows at all) in
+    one results folder, a two-class decoder (trials with conditions plain/moved) in another."""
+    from eval.decoders import DecoderConfig, decoder_features, load_decoder_data, run_decoders
+    from eval.similarity import SimilarityConfig, run_similarity
+    from eval.zoo import load_model
+    from test_eval_decoders import disc_dataset
+    from test_eval_similarity import grey_sets
+
+    tmp = tmp_path_factory.mktemp("mindset")
+    grey_sets(tmp / "greys", n_sets=6)
+    disc_dataset(tmp / "discs", n_sets=40)
+    small = load_model("module:eval.examples:small_cnn", taps=("features.2",))
+    run_similarity(small, tmp / "greys", "module:eval.examples:small_cnn",
+                   SimilarityConfig(reference="base", n_boot=200, n_perm=200), tmp / "only")
+    for target, task_type, out in ((("radius",), "regression", "only"), (("size",), "classification", "two")):
+        cfg = DecoderConfig(targets=target, task_type=task_type, epochs=5, n_boot=200, seeds=(0,))
+        data = load_decoder_data(tmp / "discs", cfg)
+        X, key = decoder_features(small, data, cfg, tmp / "cache", progress=False)
+        run_decoders(data, X, key, "module:eval.examples:small_cnn", cfg, tmp / out, small.run_identity())
+    return tmp
+
+
+def test_stats_and_report_on_mindset_only_results(mindset_results):
+    """A folder holding only similarity and regression-decoder results was refused ("no trials"), so those
+    MindSet figures could never be drawn."""
+    res = mindset_results / "only"
+    assert not (res / "trials").exists() and (res / "similarity").is_dir() and (res / "decoder").is_dir()
+    out = run_stats({"results": str(res), **STATS})
+    page = (out / "report.html").read_text()
+    for stem in ("mindset_similarity_by_layer", "mindset_decoder_predictions"):
+        assert f"<figure id='{stem}'>" in page and (out / "figures" / f"{stem}.png").stat().st_size > 5000
+    md = (out / "report.md").read_text()
+    assert "Similarity judgment: mean distance" in md and "Decoders: accuracy or RMSE" in md and "rmse" in md
+    assert (out / "similarity_summary.csv").is_file() and (out / "decoder_summary.csv").is_file()
+    assert build_report({"results": str(res)}).read_text().count("<figure") == 2  # eval report alone too
+
+
+def test_two_class_decoder_is_drawn_against_its_own_chance_line(mindset_results):
+    from eval.figures import mvh as M
+    from eval.figures.data import level_accuracy, task_chance
+    from eval.html_report import read_trials
+
+    res = mindset_results / "two"
+    trials, summary = read_trials(res), R.read_results(res, "summary")
+    assert set(trials["condition"]) == {"plain", "moved"} and set(summary["chance"]) == {0.5}
+    acc = level_accuracy(trials, task_chance(trials, summary))
+    fig = M.accuracy_vs_level(acc)
+    lines = [ln for ax in fig.axes for ln in ax.get_lines() if ln.get_gid() == "chance"]
+    assert lines and all(np.allclose(ln.get_ydata(), 0.5) for ln in lines)  # was 1/16
+    # 16-class model-vs-human trials keep 1/16; a 3-class task without summaries gets 1/3
+    mvh = S.mvh_trials(n_humans=2, n_images=8)
+    assert task_chance(mvh)["contrast"] == pytest.approx(1 / 16)
+    poly = S.polygon_trials()
+    assert task_chance(poly)["degraded_polygons/shape_class"] == pytest.approx(1 / 3)
+    page = run_stats({"results": str(res), **STATS}).joinpath("report.html").read_text()
+    assert "<figure id='mvh_accuracy_vs_level'>" in page and "chance (1 / the number of classes)" in page
+
+
+def test_stats_and_report_with_a_generated_dataset_as_task(tmp_path):
+    """task=<a generated 2D dataset> crashed: its manifest was read as a 3D-PC build's."""
+    from tasks.stimuli import write_dataset
+
+    ds = write_dataset("degraded_polygons", tmp_path / "poly", {"per_class": 1, "levels": [0.3],
+                                                                "classes": ["triangle", "square"]}, progress=False)
+    ann = pd.read_parquet(ds / "annotations.parquet")
+    trials = S._trials("timm:model_a", "model", "degraded_polygons/shape_class", "test", list(ann["file_name"]),
+                       list(ann["shape_class"]), np.arange(len(ann)) % 2 == 0,
+                       responses=np.where(np.arange(len(ann)) % 2 == 0, ann["shape_class"], "square"))
+    write_results(tmp_path / "r", R.conform(trials, "trials"))
+    out = run_stats({"results": str(tmp_path / "r"), "task": str(ds), **STATS})
+    page = (out / "report.html").read_text()
+    assert "generated 2D dataset" in page and "degraded_polygons" in page
+    assert "<figure id='polygons_accuracy_vs_degradation'>" in page  # conditions joined from the annotations
+    assert build_report({"results": str(tmp_path / "r"), "task": str(ds)}).is_file()

@@ -152,15 +152,41 @@ def distortion_levels(trials: pd.DataFrame) -> pd.DataFrame:
     return trials.assign(dataset=dataset.to_numpy(), level=level.to_numpy())
 
 
-def level_accuracy(trials: pd.DataFrame) -> pd.DataFrame:
+def task_chance(trials: pd.DataFrame, summary: pd.DataFrame | None = None) -> dict[str, float]:
+    """Chance accuracy per task, 1 / number of classes: the runs' own ``chance`` from ``summary`` (the class
+    count each run decided among, e.g. 1/2 for a two-class decoder), else 1/16 when every label is one of
+    the 16 model-vs-human categories (its 16-way decision), else 1 / the number of distinct labels."""
+    from tasks.imagenet16 import categories
+
+    out = {}
+    if summary is not None and not summary.empty and "chance" in summary:
+        ch = summary.groupby("task")["chance"].mean()
+        out = {str(k): float(v) for k, v in ch.items() if np.isfinite(v)}
+    sixteen = set(categories())
+    for task, labels in trials.groupby("task")["label"]:
+        if str(task) in out:
+            continue
+        names = set(labels.dropna().astype(str))
+        if names:
+            out[str(task)] = 1 / 16 if names <= sixteen else 1 / len(names)
+    return out
+
+
+def level_accuracy(trials: pd.DataFrame, chance: dict[str, float] | None = None) -> pd.DataFrame:
     """Accuracy per (dataset, level, observer) for trials that carry a condition: models pooled over seeds,
-    each human separately. Columns ``dataset, level, observer, observer_type, accuracy, n``."""
+    each human separately. Columns ``dataset, level, observer, observer_type, accuracy, n, chance`` (per
+    dataset: the mean of its tasks' ``chance``, default :func:`task_chance` of ``trials``)."""
+    cols = ["dataset", "level", "observer", "observer_type", "accuracy", "n", "chance"]
     t = distortion_levels(trials[trials["condition"].fillna("").astype(str) != ""])
     if t.empty:
-        return pd.DataFrame(columns=["dataset", "level", "observer", "observer_type", "accuracy", "n"])
+        return pd.DataFrame(columns=cols)
+    chance = task_chance(t) if chance is None else chance
+    per_dataset = t[["task", "dataset"]].drop_duplicates().assign(
+        chance=lambda d: d["task"].astype(str).map(chance)).groupby("dataset")["chance"].mean()
     t = t.assign(correct=t["correct"].astype(bool))
-    return t.groupby(["dataset", "level", "observer", "observer_type"], as_index=False).agg(
+    out = t.groupby(["dataset", "level", "observer", "observer_type"], as_index=False).agg(
         accuracy=("correct", "mean"), n=("correct", "size"))
+    return out.assign(chance=out["dataset"].map(per_dataset).astype(float))[cols]
 
 
 def level_consistency(trials: pd.DataFrame) -> pd.DataFrame:
@@ -204,15 +230,18 @@ def level_consistency(trials: pd.DataFrame) -> pd.DataFrame:
 def benchmark_means(per_dataset: pd.DataFrame | None) -> pd.DataFrame:
     """The model-vs-human metrics averaged over the model-vs-human datasets only: the ``benchmark`` table of
     ``eval stats`` (one row per dataset × observer) without 3D-PC tasks (``eval stats`` with 3D-PC human data
-    computes the same metrics there, but they are not OOD generalisation). Mean over datasets per observer,
-    as ``eval.stats.benchmark_tables`` does; ``datasets`` counts them."""
-    cols = ["observer", "observer_type", "kappa", "c_obs", "acc_diff_sq", "ood_accuracy", "datasets"]
+    computes the same metrics there, but they are not OOD generalisation), averaged as
+    ``eval.stats.benchmark_means`` does: ``datasets`` counts the datasets a mean covers, ``missing`` names
+    the benchmark datasets it lacks."""
+    from ..stats import benchmark_means as means_over_datasets
+
+    cols = ["observer", "observer_type", "kappa", "c_obs", "acc_diff_sq", "ood_accuracy", "datasets", "missing"]
     if per_dataset is None or per_dataset.empty:
         return pd.DataFrame(columns=cols)
     t = per_dataset[~per_dataset["task"].astype(str).str.startswith("3dpc/")]
-    return t.groupby(["observer", "observer_type"], as_index=False, sort=False).agg(
-        kappa=("kappa", "mean"), c_obs=("c_obs", "mean"), acc_diff_sq=("acc_diff_sq", "mean"),
-        ood_accuracy=("ood_accuracy", "mean"), datasets=("task", "nunique"))[cols]
+    if t.empty:
+        return pd.DataFrame(columns=cols)
+    return means_over_datasets(t if "aggregation" in t else t.assign(aggregation=""))[cols]
 
 
 def _cue_conflict_cues(item_id: str) -> tuple[str, str]:

@@ -46,8 +46,9 @@ def _by_level(acc: pd.DataFrame, value: str, ylabel: str, chance: float | None, 
                     ax.fill_between(agg.index, agg["min"], agg["max"], color=HUMAN, alpha=0.15, lw=0, gid="human_band")
                 ax.plot(agg.index, agg["mean"], color=HUMAN, marker="D", lw=1.2, gid="humans",
                         label="humans" if k == 0 else None)
-            if chance is not None:
-                ax.axhline(chance, color="black", ls="--", lw=0.6)
+            line = g["chance"].iloc[0] if "chance" in g and g["chance"].notna().any() else chance
+            if line is not None:
+                ax.axhline(line, color="black", ls="--", lw=0.6, gid="chance")
             ax.set_title(ds)
             ax.set_xticks(range(len(levels)), levels, rotation=45 if len(levels) > 4 else 0, fontsize=5)
         for ax in axes.flat[len(datasets):]:
@@ -62,7 +63,8 @@ def accuracy_vs_level(acc: pd.DataFrame, chance: float | None = 1 / 16, max_mode
     """One panel per dataset: accuracy (y) at each distortion level (x, natural order), models as lines
     (grey when more than ``max_models``), humans in red (mean over observers; band = their range, as the
     paper's "full range across participants"). ``acc``: ``dataset, level, observer, observer_type, accuracy``
-    (:func:`eval.figures.data.level_accuracy`). ``chance``: dashed line (16-class: 1/16)."""
+    and optionally ``chance`` (:func:`eval.figures.data.level_accuracy`: 1 / the dataset's number of
+    classes), drawn dashed per panel; without that column, ``chance`` (16-class: 1/16) for every panel."""
     if acc.empty:
         raise ValueError("accuracy_vs_level: no trials with a condition")
     fig = _by_level(acc, "accuracy", "Accuracy", chance, max_models)
@@ -96,7 +98,11 @@ def benchmark_bars(means: pd.DataFrame, max_bars: int = 40):
             d = pd.concat([hum, mod]).sort_values(metric, ascending=not asc)
             colours = [HUMAN if t == "human" else colour(0) for t in d["observer_type"]]
             ax.barh(np.arange(len(d)), d[metric], color=colours, height=0.75, gid="bars")
-            ax.set_yticks(np.arange(len(d)), [str(o).split(":")[-1][:28] for o in d["observer"]], fontsize=4.5)
+            # a mean over fewer datasets than the others' says so in its label (``missing``: benchmark_means)
+            short = [str(o).split(":")[-1][:28] + (f" ({n} datasets)" if str(miss or "") else "")
+                     for o, n, miss in zip(d["observer"], d.get("datasets", [0] * len(d)),
+                                           d.get("missing", [""] * len(d)))]
+            ax.set_yticks(np.arange(len(d)), short, fontsize=4.5)
             ax.set_title(title + (f" (best {max_bars} models)" if len(means) - len(hum) > max_bars else ""))
             ax.tick_params(axis="y", length=0)
     return fig

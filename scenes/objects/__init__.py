@@ -1,5 +1,7 @@
-"""The procedural object library: recognisable 3D objects of the 16-class ImageNet categories (Geirhos et
-al., 2018), each instance a trimesh model built from seeded parameters.
+"""The procedural object library: recognisable 3D objects, each instance a trimesh model built from seeded
+parameters. Groups of categories (:data:`GROUPS`): the 16-class ImageNet categories (Geirhos et al., 2018),
+the 3D-PC's 10 (Linsley et al., 2024; car and chair are also in the 16) and Baker & Elder's (2022) nine
+animals (bear, cat and elephant are also in the 16).
 
 ``build(category, instance, seed=0)`` returns an :class:`ObjectModel`: its named parts (closed meshes with
 outward normals), the parameters drawn for it (every number that shapes it, recorded so a dataset row can
@@ -8,9 +10,11 @@ function of (category, instance, seed); instance numbers start at 1. Conventions
 :mod:`scenes.objects.shapes` (+z up, standing on z = 0, +x the object's front). The pixels come from
 :mod:`render.drawing` (line drawing, silhouette, shaded; any azimuth and inclination).
 
-Builders live in ``animals.py``, ``vehicles.py`` and ``household.py`` and register themselves with
-:func:`category`. ImageNet indices: ``imagenet.json`` beside this file, the versioned 16-class ImageNet table
-(the one copy: ``tasks.imagenet16`` reads it from here, since tasks may import scenes but not the reverse).
+Builders live in ``animals.py``, ``vehicles.py``, ``household.py`` and ``furniture.py`` and register
+themselves with :func:`category`. ImageNet indices: ``imagenet.json`` beside this file, the versioned
+16-class ImageNet table (the one copy: ``tasks.imagenet16`` reads its ``categories`` from here, since tasks
+may import scenes but not the reverse) and, under ``other_categories``, the ILSVRC-2012 classes of the
+other categories (empty where ImageNet-1k has none: hydrant, motorcycle, suitcase).
 """
 from __future__ import annotations
 
@@ -28,6 +32,11 @@ if TYPE_CHECKING:  # imported where used: importing it costs ~0.5-1 s, and namin
     import trimesh
 
 N_INSTANCES = 5  # instances per category the library promises (more can be built: any instance >= 1)
+
+# the category groups, named without loading the builders (tests/test_objects.py checks them against the
+# registered categories); "imagenet16" is imagenet.json's table
+THREEDPC = ("bench", "car", "chair", "couch", "hydrant", "laptop", "motorcycle", "plant", "suitcase", "umbrella")
+BAKER2022 = ("bear", "bunny", "cat", "elephant", "frog", "lizard", "tiger", "turtle", "wolf")
 
 
 class ObjectError(ValueError):
@@ -109,22 +118,50 @@ def category(name: str, view: tuple[float, float], description: str):
 
 
 @functools.cache
-def imagenet_table() -> dict[str, tuple[int, ...]]:
-    """Category -> ILSVRC-2012 class indices (the 16-class mapping of Geirhos et al., 2018)."""
-    data = json.loads((Path(__file__).with_name("imagenet.json")).read_text())
-    return {k: tuple(int(i) for i in v) for k, v in data["categories"].items()}
+def _imagenet_json() -> dict:
+    return json.loads((Path(__file__).with_name("imagenet.json")).read_text())
+
+
+@functools.cache
+def imagenet_table(group: str = "imagenet16") -> dict[str, tuple[int, ...]]:
+    """Category -> ILSVRC-2012 class indices: the 16-class mapping of Geirhos et al. (2018) by default,
+    ``"all"`` adds the other categories' classes (some empty)."""
+    data = _imagenet_json()
+    table = dict(data["categories"])
+    if group == "all":
+        table.update(data["other_categories"])
+    elif group != "imagenet16":
+        raise ObjectError(f"imagenet_table group={group!r}: one of imagenet16, all")
+    return {k: tuple(int(i) for i in v) for k, v in table.items()}
+
+
+GROUPS = ("imagenet16", "3dpc", "baker2022")
 
 
 def categories() -> list[str]:
+    """Every registered category, sorted."""
     _load()
     return sorted(CATEGORIES)
 
 
-def category_names() -> list[str]:
-    """The categories' names without loading the builders (nor trimesh, ~0.5-1 s): the ``imagenet.json``
-    table's, which tests/test_objects.py checks equal :func:`categories`. For the 2D generators' configs,
-    which name the categories at import time."""
-    return sorted(imagenet_table())
+def canonical_view(category: str) -> tuple[float, float]:
+    """The category's canonical (azimuth_deg, inclination_deg)."""
+    _load()
+    if category not in CATEGORIES:
+        raise ObjectError(f"object category {category!r} unknown; available: {', '.join(sorted(CATEGORIES))}")
+    return CATEGORIES[category].view
+
+
+def category_names(group: str | None = None) -> list[str]:
+    """Sorted category names of ``group`` (one of :data:`GROUPS`; None: every category) without loading
+    the builders (nor trimesh, ~0.5-1 s), for the 2D generators' configs, which name categories at import
+    time. tests/test_objects.py checks that every category is in a group and the groups are registered."""
+    groups = {"imagenet16": tuple(imagenet_table()), "3dpc": THREEDPC, "baker2022": BAKER2022}
+    if group is None:
+        return sorted(set().union(*groups.values()))
+    if group not in groups:
+        raise ObjectError(f"category group {group!r} unknown; one of {', '.join(GROUPS)}")
+    return sorted(groups[group])
 
 
 def build(category: str, instance: int, seed: int = 0) -> ObjectModel:
@@ -151,8 +188,8 @@ def _build(category: str, instance: int, seed: int) -> ObjectModel:
         if not isinstance(m, trimesh.Trimesh) or len(m.faces) == 0:
             raise ObjectError(f"object {category}_{instance:02d}: part {part_name!r} is empty")
     return ObjectModel(category, instance, seed, tuple(parts), dict(p.values),
-                       imagenet_table().get(category, ()), cat.view)
+                       imagenet_table("all").get(category, ()), cat.view)
 
 
 def _load() -> None:
-    from . import animals, household, vehicles  # noqa: F401  (register the categories)
+    from . import animals, furniture, household, vehicles  # noqa: F401  (register the categories)

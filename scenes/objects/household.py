@@ -90,56 +90,85 @@ def clock(p):
     return parts
 
 
-@category("keyboard", view=(-5, 55), description="a computer keyboard: flat slab with rows of keys and a space bar")
+@category("keyboard", view=(-12, 80), description="a desktop computer keyboard seen from above: a case with "
+          "rows of keys, a space bar, often a numeric pad, and a palm rest")
 def keyboard(p):
+    # the case is a low wedge (the rear edge raised by its feet); keys are small boxes on its top, so the
+    # line drawing shows the grid of keys from the canonical (near top) view; +x = the keyboard's right
     L = 1.0
-    D = p.uniform("depth", 0.3, 0.38)
     rows = p.integer("rows", 5, 6)
-    numpad = p.choice("numpad", (True, False))
+    numpad = p.choice("numpad", (True, True, False))
+    key_d = p.uniform("key_area_depth", 0.3, 0.36)
+    rest_d = p.uniform("palm_rest_depth", 0.13, 0.2)
+    T = p.uniform("height", 0.035, 0.05)
+    D = key_d + 0.04
+    y0 = rest_d / 2  # the key case's centre, so the whole keyboard is centred on y = 0
+    parts = [("case", prism([(y0 - D / 2, 0), (y0 + D / 2, 0), (y0 + D / 2, T * 1.3), (y0 - D / 2, T * 0.8)], L, plane="yz"))]
+    yr = y0 - D / 2 - rest_d / 2
+    parts.append(("palm_rest", prism([(yr - rest_d / 2 + 0.02, 0), (yr + rest_d / 2, 0), (yr + rest_d / 2, T * 0.7),
+                                      (yr - rest_d / 2 + 0.03, T * 0.6), (yr - rest_d / 2, T * 0.3)], L * 0.96, plane="yz")))
     keys_w = L * (0.78 if numpad else 0.95)
-    parts = [("case", box([L, D, 0.04], [0, 0, 0.02]))]
-    pitch = (D - 0.04) / rows
+    pitch = key_d / rows
     n_cols = 14
     kw = (keys_w - 0.04) / (n_cols + 1.0)
     x0 = -L / 2 + 0.02
+    top = lambda y: T * 0.8 + (T * 0.5) * (y - (y0 - D / 2)) / D  # noqa: E731  (the case's top surface)
     for r in range(rows):
-        y = D / 2 - 0.02 - pitch * (r + 0.5)
+        y = y0 + D / 2 - 0.02 - pitch * (r + 0.5)
+        z = top(y) + 0.008
         if r == rows - 1:  # bottom row: modifiers and the space bar
-            parts.append((f"space{r}", box([kw * 6, pitch * 0.8, 0.02], [x0 + kw * 7.5, y, 0.05])))
+            parts.append((f"space{r}", box([kw * 6, pitch * 0.78, 0.016], [x0 + kw * 7.5, y, z])))
             for k in (0, 1.3, 12.5, 13.8):
-                parts.append((f"mod{r}_{k}", box([kw * 1.15, pitch * 0.8, 0.02], [x0 + kw * (k + 0.65), y, 0.05])))
+                parts.append((f"mod{r}_{k}", box([kw * 1.15, pitch * 0.78, 0.016], [x0 + kw * (k + 0.65), y, z])))
             continue
         shift = (r % 3) * kw * 0.3
         for k in range(n_cols):
-            parts.append((f"key{r}_{k}", box([kw * 0.85, pitch * 0.8, 0.02], [x0 + shift + kw * (k + 0.5), y, 0.05])))
+            parts.append((f"key{r}_{k}", box([kw * 0.82, pitch * 0.78, 0.016], [x0 + shift + kw * (k + 0.5), y, z])))
     if numpad:
         for r in range(rows):
+            y = y0 + D / 2 - 0.02 - pitch * (r + 0.5)
             for k in range(4):
-                parts.append((f"pad{r}_{k}", box([kw * 0.85, pitch * 0.8, 0.02],
-                                                 [L / 2 - 0.02 - kw * (4 - k - 0.5), D / 2 - 0.02 - pitch * (r + 0.5), 0.05])))
+                parts.append((f"pad{r}_{k}", box([kw * 0.82, pitch * 0.78, 0.016],
+                                                 [L / 2 - 0.02 - kw * (4 - k - 0.5), y, top(y) + 0.008])))
     return parts
 
 
-@category("knife", view=(0, 0), description="a kitchen knife: a flat blade with a curved edge, bolster and handle with rivets")
+@category("knife", view=(-30, 90), description="a kitchen knife lying on a table, seen from above: a chef's knife "
+          "(curved edge, pointed tip) or a cleaver (tall rectangular blade), bolster, handle with rivets")
 def knife(p):
-    blade_l = p.uniform("blade_len", 0.55, 0.7)
-    blade_h = p.uniform("blade_h", 0.1, 0.16)
+    # ImageNet's "knife" of the 16-class mapping is the cleaver (class 499); chef's knives are what most
+    # photos of knives show. The knife lies flat (blade in the x-y plane, edge towards -y, tip +x), as a
+    # knife is seen on a table or in a hand: the canonical view looks down on it, turned 30 degrees.
+    kind = p.choice("kind", ("chef", "cleaver", "chef"))
+    blade_l = p.uniform("blade_len", 0.58, 0.68) if kind == "chef" else p.uniform("blade_len", 0.52, 0.6)
+    blade_h = blade_l * (p.uniform("blade_h", 0.2, 0.27) if kind == "chef" else p.uniform("blade_h", 0.36, 0.46))
     handle_l = p.uniform("handle_len", 0.3, 0.38)
-    handle_h = p.uniform("handle_h", 0.06, 0.08)
-    belly = p.uniform("belly", 0.2, 0.6)  # how far back the edge starts curving up to the tip
-    z = 0.1
-    xs = np.linspace(0, 1, 9)
-    # spine straight at the top, edge curving up to the tip over the front ``belly`` fraction
-    edge = [(blade_l * t, z - blade_h / 2 + blade_h * max(0.0, (t - (1 - belly)) / belly) ** 2) for t in xs]
-    blade = [(0, z + blade_h / 2), (blade_l * 0.97, z + blade_h / 2 - blade_h * 0.1)] + edge[::-1]
-    parts = [("blade", prism(blade, 0.01))]
-    parts.append(("bolster", box([0.03, 0.03, handle_h * 1.1], [-0.015, 0, z + blade_h / 2 - handle_h * 0.55])))
-    hz = z + blade_h / 2 - handle_h / 2
-    parts.append(("handle", prism([(-0.03, hz - handle_h / 2), (-0.03 - handle_l, hz - handle_h * 0.45), (-0.03 - handle_l - 0.02, hz),
-                                   (-0.03 - handle_l, hz + handle_h / 2), (-0.03, hz + handle_h / 2)], 0.03)))
+    handle_h = blade_h * (p.uniform("handle_h", 0.5, 0.65) if kind == "chef" else p.uniform("handle_h", 0.26, 0.34))
+    t = 0.012
+    if kind == "chef":
+        belly = p.uniform("belly", 0.35, 0.6)  # the front fraction over which the edge curves up to the tip
+        ts = np.linspace(0, 1, 12)
+        edge = [(blade_l * u, -blade_h / 2 + blade_h * 0.92 * max(0.0, (u - (1 - belly)) / belly) ** 2) for u in ts]
+        # the spine runs straight, then drops towards the tip
+        spine = [(0, blade_h / 2), (blade_l * 0.6, blade_h / 2), (blade_l * 0.85, blade_h * 0.38)]
+        outline = spine + edge[::-1]
+        parts = [("blade", prism(outline, t, plane="xy", offset=t / 2))]
+        hy = blade_h / 2 - handle_h * 0.55  # the handle sits nearer the spine than the edge
+    else:
+        round_ = p.uniform("corner", 0.03, 0.08)
+        outline = [(0, -blade_h / 2), (blade_l - round_, -blade_h / 2), (blade_l, -blade_h / 2 + round_),
+                   (blade_l, blade_h / 2 - round_ * 0.5), (blade_l - round_ * 0.5, blade_h / 2), (0, blade_h / 2)]
+        parts = [("blade", prism(outline, t, plane="xy", offset=t / 2))]
+        hy = blade_h / 2 - handle_h * 0.9
+    ht = 0.035
+    parts.append(("bolster", box([0.035, handle_h * 1.15, ht * 1.1], [-0.0175, hy, ht * 0.55])))
+    x0 = -0.035
+    handle = [(x0, hy - handle_h / 2), (x0 - handle_l * 0.85, hy - handle_h * 0.45), (x0 - handle_l, hy - handle_h * 0.3),
+              (x0 - handle_l - 0.015, hy + handle_h * 0.05), (x0 - handle_l, hy + handle_h * 0.5), (x0, hy + handle_h / 2)]
+    parts.append(("handle", prism(handle, ht, plane="xy", offset=ht / 2)))
     for k in range(3):
-        x = -0.03 - handle_l * (0.2 + 0.3 * k)
-        parts.append((f"rivet{k}", disc(0.01, 0.034, [x, 0, hz], axis="y", sections=12)))
+        x = x0 - handle_l * (0.18 + 0.3 * k)
+        parts.append((f"rivet{k}", disc(handle_h * 0.12, ht * 1.1, [x, hy, ht / 2], axis="z", sections=12)))
     return parts
 
 

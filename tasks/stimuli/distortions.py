@@ -4,7 +4,8 @@ Images are float RGB in [0, 1], shape [H, W, 3]; outputs likewise (greyscale out
 channels). Greyscale = 0.2125 R + 0.7154 G + 0.0721 B (skimage ``rgb2gray`` on the encoded values).
 0.4423 is the mean grey of the original stimulus set (padding and target mean). Condition codes are
 written exactly as in the model-vs-human human trial tables (``CONDITIONS``; e.g. ``0.00`` for uniform
-noise, ``true``/``false`` for opponent colour) and ``EXPERIMENT`` names each distortion's folder there, so
+noise, ``true``/``false`` for opponent colour: ``true`` = the colours unchanged, ``false`` = opponent colours,
+as in model-vs-human and the original analysis) and ``EXPERIMENT`` names each distortion's folder there, so
 model and human trials join on (experiment, condition) without edits. Source:
 ``papers/generalisation-humans-dnns.txt`` and ``../shared/reference/distortions.md``.
 
@@ -52,7 +53,9 @@ CONDITIONS: dict[str, dict[str, object]] = {
     "high_pass": {"inf": float("inf"), **{f"{s:g}": s for s in (3.0, 1.5, 1.0, 0.7, 0.55, 0.45, 0.4)}},
     "phase_noise": {str(w): float(w) for w in range(0, 181, 30)},
     "power_equalisation": {"0": False, "pow": True},
-    "opponent_colour": {"false": False, "true": True},
+    # code = "are the colours true?" (model-vs-human's false-colour experiment: True plotted "true", False
+    # "opponent"; True is the unmanipulated control it excludes); level = invert the chromatic axes
+    "opponent_colour": {"true": False, "false": True},
     "rotation": {str(d): d for d in (0, 90, 180, 270)},
     # Eidolon I / II / III: (reach, coherence), grain 10; codes reach-coh-grain with coh 10 / 3 / 0
     "eidolon_I": {f"{r}-10-10": (r, 1.0) for r in (1, 2, 4, 8, 16, 32, 64, 128)},

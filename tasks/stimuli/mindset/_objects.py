@@ -3,8 +3,8 @@
 
 * :class:`ObjectsConfig` — categories, instances per category, view (canonical + seeded jitter), longest
   side in pixels, stroke width, ink colour on a white ground (the originals' black on white);
-* :func:`object_params` — one object's annotation columns: ``class_name`` (16-class ImageNet category),
-  ``imagenet_index`` (its first ILSVRC-2012 index) and ``imagenet_indices`` (all, space separated),
+* :func:`object_params` — one object's annotation columns: ``class_name`` (the library category),
+  ``imagenet_index`` (its first ILSVRC-2012 index, -1 if none) and ``imagenet_indices`` (all, space separated),
   ``instance``, ``object_seed``, ``azimuth_deg``, ``inclination_deg``, ``longest_side`` and
   ``object_params`` (the library's drawn shape parameters as ``name=value;…``);
 * :func:`object_alpha` — its line drawing / silhouette / shaded rendering as float coverage [H, W];
@@ -26,10 +26,12 @@ from .common import MindsetConfig, background_rgb, check_rgb, new_canvas, paint_
 SUPERSAMPLE = 3  # sub-pixels per axis for the object renders (render/drawing.py)
 
 
-def library_categories() -> tuple[str, ...]:
+def library_categories(group: str | None = "imagenet16") -> tuple[str, ...]:
+    """The library's categories of ``group`` (``imagenet16``, ``3dpc``, ``baker2022``; None: all): the
+    datasets draw the 16 ImageNet-16 classes by default and accept any library category."""
     from scenes.objects import category_names  # not categories(): that loads the builders and trimesh
 
-    return tuple(category_names())
+    return tuple(category_names(group))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,8 +39,9 @@ class ObjectsConfig(MindsetConfig):
     background_color: tuple = field((255, 255, 255), "RGB 0-255 of the fixed background (white, as the "
                                     "original drawings)", range=(0, 255))
     ink_color: tuple = field((0, 0, 0), "RGB 0-255 of the lines / silhouette", range=(0, 255))
-    categories: tuple = field(library_categories(), "object categories (16-class ImageNet names)",
-                              choices=library_categories())
+    categories: tuple = field(library_categories(), "object categories (default: the 16-class ImageNet names; any "
+                              "library category: the 3D-PC's and Baker & Elder's animals too)",
+                              choices=library_categories(None))
     instances: int = field(5, "objects per category (library instances 1..n)", range=(1, 100))
     longest_side: int = field(200, "the object's longest projected side (px)", range=(16, 2048))
     stroke_width: float = field(2.0, "line width of line drawings (px; constant along every line)", range=(0.5, 20.0))
@@ -50,7 +53,7 @@ class ObjectsConfig(MindsetConfig):
         super().__post_init__()
         check_rgb("ink_color", self.ink_color)
         if not self.categories:
-            raise ConfigError("categories=(): give at least one of " + ", ".join(library_categories()))
+            raise ConfigError("categories=(): give at least one of " + ", ".join(library_categories(None)))
         if len(set(self.categories)) != len(self.categories):
             raise ConfigError(f"categories={self.categories!r}: a category is listed twice")
         if self.longest_side > self.canvas_size:
@@ -64,7 +67,6 @@ def object_params(cfg: ObjectsConfig, category: str, instance: int, seed: int, r
     """Annotation columns of one object view (see module docstring); the view is the category's canonical
     one (+ seeded jitter) unless ``azimuth``/``inclination`` are given."""
     from scenes.objects import build
-    from tasks.imagenet16 import mapping
 
     m = build(category, instance, seed)
     az, inc = m.view
@@ -76,7 +78,7 @@ def object_params(cfg: ObjectsConfig, category: str, instance: int, seed: int, r
         inc += float(rng.uniform(-cfg.inclination_jitter, cfg.inclination_jitter)) if cfg.inclination_jitter else 0.0
     else:
         inc = float(inclination)
-    indices = mapping()["categories"].get(category, [])
+    indices = m.imagenet_indices  # the 16-class table's, or the other categories' (some have none: -1)
     return {"class_name": category, "imagenet_index": int(indices[0]) if indices else -1,
             "imagenet_indices": " ".join(map(str, indices)), "instance": int(instance), "object_seed": int(seed),
             "azimuth_deg": round(float(az), 4), "inclination_deg": round(float(np.clip(inc, -90, 90)), 4),

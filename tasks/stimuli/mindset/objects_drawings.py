@@ -51,7 +51,7 @@ def _render_silhouette(cfg, item):
 
 PAPER = {"instances": 5}
 LITE = {"instances": 1, "categories": ("airplane", "bicycle", "cat", "chair")}
-CATS = library_categories()
+CATS = library_categories(None)  # condition vocabulary: any library category
 
 register_mindset("line_drawings", ObjectsConfig, "line drawings of procedural objects of the 16 ImageNet-16 classes",
                  REFERENCE, items=_items, render=_render_lines, conditions=CATS, paper=PAPER, lite=LITE)

@@ -1,18 +1,33 @@
 """MindSet global change (``mindset-vision.txt`` C.3; after Baker & Elder, 2022): an object whole, fragmented
-and "Frankenstein", with the same pixel mass in all three.
+and "Frankenstein".
 
-The object's drawing (``drawing=silhouette`` as Baker & Elder, or ``line``) is cut at its centroid:
+The object's drawing (``drawing=silhouette`` as Baker & Elder, or ``line``) is cut at its ink centroid row.
+Two manipulations (``manipulation``):
 
-* ``frankenstein`` — the part above the centroid row is mirrored left-right about the centre of the
-  object's bounding box, so every local feature survives and the global configuration is broken;
-* ``fragmented`` — the drawing is cut at the centroid row and column into four pieces; each piece moves
-  ``fragment_gap`` px away from the cuts (outwards along both axes) and is turned by 180° within its own
-  box when its seeded flag is set (``fragment_turns``, one 0/1 per piece, clockwise from top-left).
+* ``quarters`` (default; the same pixel mass in all three images, tested from the PNGs):
+  ``frankenstein`` mirrors the part above the centroid row left-right about the centre of the object's
+  bounding box, so every local feature survives and the global configuration is broken; ``fragmented``
+  cuts the drawing at the centroid row and column into four pieces, each moved ``fragment_gap`` px away
+  from the cuts (outwards along both axes) and turned by 180° within its own box when its seeded flag is
+  set (``fragment_turns``, one 0/1 per piece, clockwise from top-left). Exact whole-pixel operations on the
+  antialiased coverage.
+* ``halves`` (Baker & Elder's, as their 1,080 images in MindSet's ``assets/baker_2022`` show them, measured
+  on all 360 sets): ``fragmented`` moves the top half sideways (to the right) until its left end on the cut
+  line meets the bottom half's right end there: two pieces, side by side, touching at one point;
+  ``frankenstein`` mirrors the top half left-right and re-aligns it so the two halves' spans on the cut line
+  share their centre (one joined figure). Like the original, which scales every image (whole or not) to
+  ``object_longest_side``, the manipulated figure is then scaled to ``longest_side``, so the fragmented
+  figure is smaller (it is about 1.5-2× as wide) and the ink is not equal across conditions. Deviation:
+  Baker & Elder chose each cut by hand; here it is the ink centroid row (in their 360 sets the cut lies at
+  a median 0.42 of the height from the top, on average 0.11 of the height from the centroid row).
 
-Both are exact pixel operations on the antialiased coverage (whole-pixel shifts, mirror images), so the
-three images of a set have the same ink (tested from the PNGs). Original: ``object_longest_side=120`` on
-224 px; preset ``baker2022`` keeps the library's animals among Baker & Elder's nine (bear, cat, elephant).
-Conditions ``whole``/``fragmented``/``frankenstein``; ``set_id`` links the three images of an object.
+Original: ``global_change`` draws Baker et al.'s (2018) line drawings at ``object_longest_side=120`` on 224
+px; ``global_change_baker2022`` reads Baker & Elder's 9 animals × 40 silhouettes × 3 conditions = 1,080
+images at longest side 200 without antialiasing. Preset ``baker2022`` makes the same design from the
+library's models of those animals (bear, bunny, cat, elephant, frog, lizard, tiger, turtle, wolf; 40
+instances each, side views facing right or left (canonical inclination), ``halves``, binary pixels): 1,080 images. Conditions
+``whole`` (the original's folder ``original``) / ``fragmented`` / ``frankenstein``; ``set_id`` links the
+three images of an object.
 """
 from __future__ import annotations
 
@@ -21,11 +36,12 @@ import dataclasses
 import numpy as np
 
 from ..registry import ConfigError, Item, field
-from ._objects import ObjectsConfig, compose, object_alpha
-from .common import item_rng, register_mindset
+from ._objects import ObjectsConfig, compose, library_categories, object_alpha, object_params
+from .common import background_params, item_rng, register_mindset
 from .objects_drawings import REFERENCE, object_items
 
 CONDITIONS = ("whole", "fragmented", "frankenstein")
+MANIPULATIONS = ("quarters", "halves")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,21 +49,46 @@ class GlobalChangeConfig(ObjectsConfig):
     longest_side: int = field(120, "the object's longest projected side (px)", range=(16, 2048))
     drawing: str = field("silhouette", "what is cut: the filled silhouette or the line drawing",
                          choices=("silhouette", "line"))
-    fragment_gap: int = field(12, "how far each fragment moves away from the cuts, along each axis (px)",
+    fragment_gap: int = field(12, "quarters: how far each fragment moves away from the cuts, along each axis (px)",
                               range=(0, 512))
+    manipulation: str = field("quarters", "quarters: four pieces moved apart, the top mirrored in the object's "
+                              "box, equal ink; halves: Baker & Elder's (top half beside the bottom one / mirrored "
+                              "and re-aligned, each figure scaled to longest_side)", choices=MANIPULATIONS)
+    facing: str = field("canonical", "canonical: each category's canonical view; side: a side view (azimuth 0 "
+                        "or 180, seeded: facing right or left; the category's canonical inclination), as Baker & "
+                        "Elder's silhouettes",
+                        choices=("canonical", "side"))
 
     def __post_init__(self):
         super().__post_init__()
-        if self.longest_side + 2 * self.fragment_gap > self.canvas_size:
+        if self.manipulation == "quarters" and self.longest_side + 2 * self.fragment_gap > self.canvas_size:
             raise ConfigError(f"fragment_gap={self.fragment_gap} is out of range [0, (canvas_size - longest_side) / 2 "
                               f"= {(self.canvas_size - self.longest_side) // 2}]: fragments would leave the canvas")
 
 
+def _bases(cfg: GlobalChangeConfig, seed: int):
+    if cfg.facing == "canonical":
+        yield from object_items(cfg, seed, condition="whole")
+        return
+    from scenes.objects import canonical_view
+
+    for c in cfg.categories:
+        for i in range(1, cfg.instances + 1):
+            rng = item_rng(seed, c, i)
+            az = 180.0 * int(rng.integers(0, 2))
+            az += float(rng.uniform(-cfg.azimuth_jitter, cfg.azimuth_jitter)) if cfg.azimuth_jitter else 0.0
+            inc = canonical_view(c)[1]  # a lizard or a turtle is seen from above its side, as the canonical view
+            inc += float(rng.uniform(-cfg.inclination_jitter, cfg.inclination_jitter)) if cfg.inclination_jitter else 0.0
+            p = {**object_params(cfg, c, i, seed, rng, azimuth=az, inclination=inc), **background_params(cfg, rng)}
+            yield Item("whole", f"{c}_{i:02d}", p)
+
+
 def _items(cfg: GlobalChangeConfig, seed: int):
-    for base in object_items(cfg, seed, condition="whole"):
+    for base in _bases(cfg, seed):
         rng = item_rng(seed, "fragments", base.item_id)
         turns = "".join(str(int(b)) for b in rng.integers(0, 2, 4))
-        p = {**base.params, "drawing": cfg.drawing, "fragment_gap": int(cfg.fragment_gap), "fragment_turns": turns}
+        p = {**base.params, "drawing": cfg.drawing, "manipulation": cfg.manipulation,
+             "fragment_gap": int(cfg.fragment_gap), "fragment_turns": turns}
         for cond in CONDITIONS:
             yield Item(cond, f"{base.item_id}_{cond}", p, set_id=base.item_id)
 
@@ -92,10 +133,69 @@ def fragmented(alpha: np.ndarray, gap: int, turns: str) -> np.ndarray:
     return out
 
 
+def _span(row: np.ndarray) -> tuple[int, int]:
+    cols = np.nonzero(row > 0)[0]
+    return int(cols.min()), int(cols.max())
+
+
+def halves_fragmented(alpha: np.ndarray) -> np.ndarray:
+    """Baker & Elder's fragmented figure at the drawing's own scale: the part above the centroid row moved
+    right until its leftmost ink on its last row is one column right of the bottom part's rightmost ink on
+    its first row (the two touch at a corner of the cut line). float32 [H, W'] (wider than ``alpha``)."""
+    cr, _, (r0, r1, c0, c1) = centroid_cut(alpha)
+    top, bottom = alpha[:cr], alpha[cr:]
+    shift = _span(bottom[0])[1] + 1 - _span(top[-1])[0]
+    H, W = alpha.shape
+    out = np.zeros((H, W + max(shift, 0)), np.float32)
+    out[cr:, :W] = bottom
+    out[:cr, max(shift, 0):max(shift, 0) + W] += top
+    return out
+
+
+def halves_frankenstein(alpha: np.ndarray) -> np.ndarray:
+    """Baker & Elder's Frankenstein figure at the drawing's own scale: the part above the centroid row
+    mirrored left-right, then shifted so that its span of ink on the cut line has the same centre as the
+    bottom part's (whole-pixel shift, the nearer one when the centres differ by half a pixel). float32
+    [H, W + 2W] with the original columns in the middle third (room for any shift)."""
+    cr, _, _ = centroid_cut(alpha)
+    top, bottom = alpha[:cr][:, ::-1], alpha[cr:]
+    a, b = _span(top[-1])
+    c, d = _span(bottom[0])
+    shift = int(np.floor((c + d - a - b) / 2 + 0.5))
+    H, W = alpha.shape
+    out = np.zeros((H, 3 * W), np.float32)
+    out[cr:, W:2 * W] = bottom
+    out[:cr, W + shift:2 * W + shift] = top
+    return out
+
+
+def fit_longest_side(figure: np.ndarray, longest: float, canvas: int, binary: bool) -> np.ndarray:
+    """The figure's ink cropped, scaled (area-averaged) so its longest side is ``longest`` px, centred on a
+    ``canvas`` square; thresholded at 0.5 when ``binary`` (the original resizes, then thresholds)."""
+    from PIL import Image
+
+    rows, cols = np.nonzero(figure > 0)
+    crop = figure[rows.min():rows.max() + 1, cols.min():cols.max() + 1]
+    h, w = crop.shape
+    s = longest / max(h, w)
+    nh, nw = max(1, int(round(h * s))), max(1, int(round(w * s)))
+    small = np.asarray(Image.fromarray(np.ascontiguousarray(crop, np.float32)).resize((nw, nh), Image.BOX), np.float32)
+    small = np.clip(small, 0, 1)
+    if binary:
+        small = (small >= 0.5).astype(np.float32)
+    out = np.zeros((canvas, canvas), np.float32)
+    r, c = (canvas - nh) // 2, (canvas - nw) // 2
+    out[r:r + nh, c:c + nw] = small
+    return out
+
+
 def _render(cfg: GlobalChangeConfig, item):
     p = item.params
     alpha = object_alpha(cfg, p, p["drawing"])
-    if item.condition == "frankenstein":
+    if p["manipulation"] == "halves" and item.condition != "whole":
+        fig = halves_frankenstein(alpha) if item.condition == "frankenstein" else halves_fragmented(alpha)
+        alpha = fit_longest_side(fig, float(p["longest_side"]), cfg.canvas_size, binary=not cfg.antialias)
+    elif item.condition == "frankenstein":
         alpha = frankenstein(alpha)
     elif item.condition == "fragmented":
         alpha = fragmented(alpha, p["fragment_gap"], p["fragment_turns"])
@@ -106,4 +206,5 @@ register_mindset("global_change", GlobalChangeConfig, "objects whole / fragmente
                  REFERENCE + "; Baker & Elder 2022", items=_items, render=_render, conditions=CONDITIONS,
                  paper={"instances": 5, "longest_side": 120},
                  lite={"instances": 1, "categories": ("bear", "bicycle", "elephant")},
-                 presets={"baker2022": {"instances": 10, "longest_side": 200, "categories": ("bear", "cat", "elephant")}})
+                 presets={"baker2022": {"instances": 40, "longest_side": 200, "categories": library_categories("baker2022"),
+                                        "manipulation": "halves", "facing": "side", "antialias": False}})

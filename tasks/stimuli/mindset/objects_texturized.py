@@ -249,7 +249,7 @@ def _render(cfg: TexturizedConfig, item):
 
 register_mindset("texturized_line_drawings", TexturizedConfig, "object shapes shown only by a texture of characters "
                  "or short lines filling them", REFERENCE, items=_items, render=_render,
-                 conditions=library_categories(),
+                 conditions=library_categories(None),
                  paper={"instances": 5, "samples": 225, "texture": "characters"},
                  lite={"instances": 1, "samples": 1, "categories": ("bicycle", "elephant")},
                  presets={"lines": {"instances": 5, "samples": 225, "texture": "lines"}})

@@ -31,7 +31,7 @@ def eth80_views() -> list[tuple[float, float]]:
 @dataclasses.dataclass(frozen=True)
 class ViewpointConfig(ObjectsConfig):
     categories: tuple = field(("car", "dog", "cat", "elephant", "bottle", "chair", "truck", "bird"),
-                              "object categories", choices=library_categories())
+                              "object categories", choices=library_categories(None))
     instances: int = field(10, "objects per category", range=(1, 100))
     drawing: str = field("shaded", "how objects are drawn", choices=("shaded", "silhouette", "line"))
     min_inclination: float = field(0.0, "lowest view inclination kept (deg)", range=(0.0, 90.0))
@@ -77,7 +77,7 @@ def _render(cfg: ViewpointConfig, item):
 
 register_mindset("viewpoint_invariance", ViewpointConfig, "ETH-80-like views: categories × objects × 41 view "
                  "directions on the upper hemisphere", "mindset-vision.txt C.3; Leibe & Schiele 2003 (ETH-80)",
-                 items=_items, render=_render, conditions=library_categories(),
+                 items=_items, render=_render, conditions=library_categories(None),
                  paper={"instances": 10, "longest_side": 200, "min_inclination": 0.0, "max_inclination": 90.0},
                  lite={"instances": 1, "categories": ("car", "dog"), "min_inclination": 45.0})
 
