@@ -206,6 +206,11 @@ def load_into_timm(model, state: dict, model_id: str, source: str, show: int = 5
     classifier); converts the efficientnet_pytorch layout first. Errors name ``model_id``, ``source``
     and the first ``show`` missing and unexpected keys."""
     if is_efficientnet_pytorch(state):
+        if not (hasattr(model, "blocks") and hasattr(model, "conv_stem")):  # not a timm EfficientNet
+            raise CheckpointError(f"{model_id}: weights {source} are an EfficientNet checkpoint (efficientnet_pytorch "
+                                  f"layout: _conv_stem, _blocks...), this model is a {type(model).__name__}. Use the "
+                                  "checkpoint with model=timm:tf_efficientnet_lite0 (or _lite2), or give weights of "
+                                  "this architecture")
         state = efficientnet_pytorch_to_timm(state, model)
     drop = classifier_prefixes(model)
     have = set(model.state_dict())

@@ -12,6 +12,7 @@ registered as the Hydra structured config ``method/<name>``).
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from dataclasses import dataclass
 from typing import Callable
@@ -93,6 +94,9 @@ def _container(cfg) -> dict:
     for key in BOOL_SETTINGS:
         if key in c and not isinstance(c[key], bool):
             _fail(f"{key}={c[key]!r} is not allowed (true or false)")
+    out = c.get("out")
+    if isinstance(out, str) and os.path.exists(out) and not os.path.isdir(out):  # every command's results folder
+        _fail(f"out={out}: exists and is not a folder; choose another out= (a results folder)")
     return c
 
 
@@ -272,6 +276,12 @@ def main(argv: list[str] | None = None) -> None:
             check_overrides(f"eval_{name}", rest)
         except ValueError as e:
             _fail(str(e))
+    from render.cli import added_keys
+
+    extra = added_keys(f"eval_{name}", [a for a in rest if not a.startswith("-")])
+    if extra:  # the jobs read only the settings they know: a '+key' they do not would be ignored silently
+        _fail(f"unknown setting(s) {' '.join(extra)}: python -m eval {name} has no such setting "
+              f"(see python -m eval {name} --cfg job)")
     sys.argv = [f"python -m eval {name}"] + rest
     try:
         hydra.main(version_base=None, config_path="pkg://configs", config_name=f"eval_{name}")(cmd.run)()

@@ -17,8 +17,8 @@ def _zero_shot_task(c: dict):
 @command("diffusion", "diffusion zero-shot classifier      model=diffusion:<folder> task=<dataset dir> out=<results dir>",
          settings="eval.diffusion:DiffusionConfig")
 def diffusion_job(cfg) -> None:
-    from .diffusion import (DiffusionConfig, DiffusionError, class_prompts, load_diffusion, parse_model_id,
-                            run_diffusion)
+    from .diffusion import (DiffusionConfig, DiffusionError, check_schedule, class_prompts, load_diffusion,
+                            parse_model_id, run_diffusion)
     from .probe import seed_summary
 
     c = _container(cfg)
@@ -26,7 +26,8 @@ def diffusion_job(cfg) -> None:
     try:
         settings = dict(c["diffusion"])
         dcfg = DiffusionConfig(**settings)
-        class_prompts(task, dcfg)  # a task without prompts fails before the model loads
+        class_prompts(task, dcfg)  # a task without prompts, or a schedule that does not fit it, fails before the
+        check_schedule(dcfg, len(task.classes))  # model loads (the model's own limits: in DiffusionMethod)
         if c.get("threads"):
             import torch
 
@@ -50,10 +51,14 @@ def vlm_job(cfg) -> None:
 
     from .results import config_digest
     from .vlm import RequestSettings, VLMConfig, protocol_summary, run_vlm
+    from .vlm.run import check_best_of, check_temperatures
 
     c = _container(cfg)
     task = _zero_shot_task(c)
     try:
+        check_best_of(c["best_of"])  # the sweep's settings before any run (run_vlm checks every temperature)
+        if c["temperatures"] is not None:
+            check_temperatures(c["temperatures"])
         settings = dict(c["vlm"])
         settings["seeds"] = tuple(settings["seeds"])
         vcfg = VLMConfig(**settings)

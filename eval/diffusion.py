@@ -10,15 +10,24 @@ over a fixed set of (t, eps) samples **shared by every class** (paired differenc
 not carry the noise of independent draws) and by every image of a run. The predicted class has the lowest
 error. Conventions:
 
-* **Timesteps**: a lattice of M = max(samples) points ``range(T // M // 2, T, T // M)`` (T = the scheduler's
-  ``num_train_timesteps``, 1000 for Stable Diffusion); sample i uses lattice point i and noise ``eps_i``.
-  Noise is ``torch.randn((M, C, h, w), generator=Generator().manual_seed(seed))`` on the CPU: same seed ->
-  same samples -> same predictions, on any device.
-* **Adaptive rounds** (Li et al. section 3.2): stage s evaluates, for every class still in contention, the
-  samples ``i = floor(j * M / samples[s])`` for j < samples[s] not evaluated before (so ``samples[s]`` is
-  the number of samples per class by the end of the stage), ranks the classes by their mean error over
-  all their evaluated samples, and keeps the best ``keep[s]``. The last stage keeps one. The paper's
-  Stable Diffusion schedule for many classes is keep (5, 1), samples (50, 500).
+* **Timesteps** (the rule of Li et al.'s code, ``eval_prob_adaptive.py``): a lattice of M = max(samples)
+  points ``range(T // M // 2, T, T // M)[:M]`` (T = the scheduler's ``num_train_timesteps``, 1000 for Stable
+  Diffusion); lattice point i always gets noise ``eps_i``. Noise is ``torch.randn((M, C, h, w),
+  generator=Generator().manual_seed(seed))`` on the CPU: same seed -> same samples -> same predictions, on
+  any device. (Li et al. index their noise tensor by evaluation order instead; both are i.i.d. draws, only
+  which draw meets which timestep differs.)
+* **Adaptive rounds** (Li et al. section 3.2): stage s takes the lattice points ``lattice[M // n // 2 :: M // n][:n]``
+  with n = ``samples[s]`` (centred in the lattice: for the paper's schedule, T = 1000, samples (50, 500),
+  stage 1 evaluates t = 11, 31, ..., 991 and stage 2 the other 450 of 1, 3, ..., 999), skips those already
+  evaluated, evaluates the rest for every class still in contention, ranks the classes by their mean error
+  over all their evaluated samples and keeps the best ``keep[s]``. The last stage keeps one. As in Li et
+  al.'s code, the stages' point sets need not nest (samples (10, 20, 40): 10, then 20 new, then 10 new), so
+  a class's count by the end of a stage is the size of the union; it is ``samples[s]`` when they nest, as in
+  the paper's Stable Diffusion schedule for many classes, keep (5, 1), samples (50, 500).
+* **Prompts** are encoded as Stable Diffusion does (padded and cut to the text encoder's context, 77 tokens
+  for CLIP). A prompt longer than that is cut with a warning; two classes whose prompts are identical, or
+  become identical token lists once cut, are an error (:class:`DiffusionError`) before any image is
+  evaluated: the classifier could not tell them apart and would pick the lower class index every time.
 * **Error**: ``loss=l2`` mean squared error over latent elements (Li et al.'s choice), ``l1`` mean absolute
   error; ``weighting=uniform`` (Li et al.: the simple, unweighted objective worked best) or ``elbo`` (the
   DDPM variational bound's weight beta_t / (2 alpha_t (1 - abar_t)), normalised over the evaluated samples).
@@ -102,8 +111,8 @@ class DiffusionConfig:
         object.__setattr__(self, "keep", tuple(int(k) for k in self.keep))
         object.__setattr__(self, "samples", tuple(int(s) for s in self.samples))
         object.__setattr__(self, "seeds", tuple(int(s) for s in self.seeds))
-        if self.prompts is not None:
-            object.__setattr__(self, "prompts", {str(k): str(v) for k, v in dict(self.prompts).items()})
+        if isinstance(self.prompts, dict):  # anything else is named by validate_section below
+            object.__setattr__(self, "prompts", {str(k): str(v) for k, v in self.prompts.items()})
         try:
             S.validate_section(self, "diffusion")
             if not (len(self.samples) == len(self.keep) and all(s >= 1 for s in self.samples)
@@ -128,14 +137,60 @@ def class_prompts(task, cfg: DiffusionConfig) -> list[str]:
         if missing or extra:
             raise DiffusionError(f"diffusion.prompts: needs exactly the task's classes {classes} as keys "
                                  f"(missing {missing}, unknown {extra})")
-        return [cfg.prompts[c] for c in classes]
-    if cfg.template is not None:
-        return [cfg.template.replace("{class}", c) for c in classes]
-    target = task.name.split("/", 1)[-1]
-    if getattr(task, "kind", "") == "threedpc" and target in THREEDPC_PROMPTS:
-        return [THREEDPC_PROMPTS[target][c] for c in classes]
-    raise DiffusionError(f"task {task.name}: no default prompts; set diffusion.template='a photo of a {{class}}' or "
-                         f"diffusion.prompts={{{', '.join(f'{c}: ...' for c in classes[:3])}}} for classes {classes}")
+        prompts, where = [cfg.prompts[c] for c in classes], "diffusion.prompts"
+    elif cfg.template is not None:
+        prompts, where = [cfg.template.replace("{class}", c) for c in classes], "diffusion.template"
+    else:
+        target = task.name.split("/", 1)[-1]
+        if getattr(task, "kind", "") != "threedpc" or target not in THREEDPC_PROMPTS:
+            raise DiffusionError(f"task {task.name}: no default prompts; set diffusion.template='a photo of a {{class}}' "
+                                 f"or diffusion.prompts={{{', '.join(f'{c}: ...' for c in classes[:3])}}} for classes "
+                                 f"{classes}")
+        prompts, where = [THREEDPC_PROMPTS[target][c] for c in classes], "the 3D-PC prompts"
+    _refuse_identical(classes, [(p,) for p in prompts], prompts, f"are identical ({where})")
+    return prompts
+
+
+def check_schedule(cfg: DiffusionConfig, n_classes: int, num_train_timesteps: int | None = None) -> None:
+    """The adaptive schedule against the task (``n_classes``) and the model (``num_train_timesteps`` T, when
+    known): a first stage that keeps every class prunes nothing (``keep=[5, 1]`` with 2 classes is a
+    mistyped schedule), and the lattice has at most T points."""
+    if len(cfg.keep) > 1 and cfg.keep[0] >= n_classes:
+        raise DiffusionError(f"diffusion.keep={list(cfg.keep)}: the first stage keeps {cfg.keep[0]} of the task's "
+                             f"{n_classes} classes, so it prunes nothing; use fewer stages (e.g. diffusion.keep=[1] "
+                             f"diffusion.samples=[{cfg.samples[-1]}]) or keep fewer than {n_classes}")
+    if num_train_timesteps is not None and max(cfg.samples) > num_train_timesteps:
+        raise DiffusionError(f"diffusion.samples={list(cfg.samples)}: at most {num_train_timesteps} samples per class "
+                             "(one per timestep of the model's noise schedule)")
+
+
+def _refuse_identical(classes: list[str], keys: list, prompts: list[str], why: str) -> None:
+    seen: dict = {}
+    for c, k, p in zip(classes, keys, prompts):
+        if k in seen:
+            raise DiffusionError(f"diffusion prompts of classes {seen[k][0]!r} and {c!r} {why}: {seen[k][1]!r} vs "
+                                 f"{p!r}; the classifier cannot tell such classes apart. Give prompts that differ "
+                                 "(within the text encoder's context)")
+        seen[k] = (c, p)
+
+
+def check_prompt_tokens(model: "DiffusionModel", prompts: list[str], classes: list[str] | None = None,
+                        warn: bool = True) -> None:
+    """Refuse prompts that become identical token lists once cut to the text encoder's context (the
+    tokenizer's ``model_max_length``, 77 for CLIP); with ``warn``, log each prompt that is cut and how many
+    of its tokens are lost."""
+    tok = model.tokenizer
+    n = int(tok.model_max_length)
+    classes = list(classes) if classes is not None else [str(i) for i in range(len(prompts))]
+    cut = tok(prompts, padding="max_length", max_length=n, truncation=True)["input_ids"]
+    if warn:
+        full = tok(prompts, truncation=False, verbose=False)["input_ids"]
+        for c, p, ids in zip(classes, prompts, full):
+            if len(ids) > n:
+                log.warning("diffusion prompt of class %r is %d tokens, cut to the text encoder's %d: %r loses its "
+                            "last %d tokens", c, len(ids), n, p, len(ids) - n)
+    _refuse_identical(classes, [tuple(ids) for ids in cut], prompts,
+                      f"become the same tokens once cut to the text encoder's context of {n} tokens")
 
 
 # ------------------------------------------------------------------------------------------------- model
@@ -187,6 +242,9 @@ def load_diffusion(source: str, device: str = "cpu") -> DiffusionModel:
 
     folder = Path(source)
     local = folder.is_dir()
+    if not local and (folder.is_absolute() or source.startswith((".", "~")) or folder.exists()):
+        raise DiffusionError(f"model=diffusion:{source}: no such folder (expected a diffusers Stable-Diffusion-style "
+                             "model folder with unet/, vae/, text_encoder/, tokenizer/, scheduler/)")
     if local:
         missing = [s for s in ("unet", "vae", "text_encoder", "tokenizer", "scheduler") if not (folder / s).is_dir()]
         if missing:
@@ -202,7 +260,8 @@ def load_diffusion(source: str, device: str = "cpu") -> DiffusionModel:
         scheduler = DDPMScheduler.from_pretrained(source, subfolder="scheduler", **kw)
     except (OSError, ValueError, EnvironmentError) as e:
         where = f"folder {folder}" if local else f"hub id {source!r} (not in the local hub cache; no downloads)"
-        raise DiffusionError(f"model={source}: cannot load a Stable-Diffusion-style model from {where}: {e}") from None
+        raise DiffusionError(f"model={source}: cannot load a Stable-Diffusion-style model from {where}: "
+                             f"{' '.join(str(e).split())}") from None
     for m in (unet, vae, text_encoder):
         m.eval().requires_grad_(False).to(device)
     factor = 2 ** (len(vae.config.block_out_channels) - 1)
@@ -216,6 +275,7 @@ def encode_prompts(model: DiffusionModel, prompts: list[str]):
     """Text embeddings [k, L, d] (padded to the tokenizer's maximum length, as Stable Diffusion encodes)."""
     import torch
 
+    check_prompt_tokens(model, prompts, warn=False)
     tok = model.tokenizer(prompts, padding="max_length", max_length=model.tokenizer.model_max_length,
                           truncation=True, return_tensors="pt")
     dev = next(model.text_encoder.parameters()).device
@@ -259,8 +319,12 @@ def timestep_lattice(T: int, m: int) -> np.ndarray:
 
 
 def stage_indices(n_stage: int, m: int) -> list[int]:
-    """Lattice indices of a stage with ``n_stage`` samples per class out of ``m`` (evenly spaced, nested)."""
-    return sorted({int(j * m / n_stage) for j in range(n_stage)})
+    """Lattice indices of a stage with ``n_stage`` samples out of the ``m``-point lattice: every ``m // n_stage``-th
+    point starting at ``m // n_stage // 2`` (centred), the first ``n_stage`` of them (Li et al.'s rule)."""
+    if not 1 <= n_stage <= m:
+        raise DiffusionError(f"diffusion.samples: a stage of {n_stage} samples out of {m}; each stage needs 1..{m}")
+    step = m // n_stage
+    return list(range(step // 2, m, step))[:n_stage]
 
 
 def timestep_weights(alphas_cumprod: np.ndarray, ts: np.ndarray, weighting: str) -> np.ndarray:
@@ -419,6 +483,9 @@ class DiffusionMethod(Method):
         super().__init__(task, cfg)
         self.model, self.progress = model, progress
         self.prompts = class_prompts(task, cfg)
+        # before anything is written: the schedule against this task and model, the prompts against its encoder
+        check_schedule(cfg, len(task.classes), model.num_train_timesteps)
+        check_prompt_tokens(model, self.prompts, list(task.classes))
 
     def digest_fields(self) -> dict:
         return {"model_weights": self.model.weights, "prompts": self.prompts}

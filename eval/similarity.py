@@ -8,7 +8,9 @@ with every ``L`` row that agrees on all ``match`` columns (default ``set_id``: t
 set) — reference versus each comparison level, never comparison versus comparison, as the original.
 
 Activations are recorded by forward hooks at ``layers`` (default: the zoo's taps, else every leaf module
-— the original recorded every leaf whose class name contained ``Conv2d`` or ``Linear``) and flattened
+that the forward pass calls, found by one traced pass on the first image — the original recorded every leaf
+whose class name contained ``Conv2d`` or ``Linear``; a requested layer that is not called is an error before
+any extraction) and flattened
 (the whole map, not averaged). Each image passes through the network **once per repetition**, in
 batches, under ``torch.inference_mode`` with the model in eval mode, with the model's own preprocessing
 (the original recomputed the reference for every pair at batch size 1 and normalised with CIFAR-10
@@ -134,19 +136,55 @@ def make_pairs_reference(ann: pd.DataFrame, factor: str, reference: str, match=(
 # layers, metrics, transforms
 
 
-def default_layers(loaded) -> list[str]:
-    """The zoo's taps if any, else every leaf module (no children), in ``named_modules`` order."""
+def default_layers(loaded, example=None) -> list[str]:
+    """The zoo's taps if any, else every leaf module (no children) that the forward pass calls, in
+    ``named_modules`` order (one traced pass on ``example``, see :func:`called_modules`): a model may hold
+    leaves it never calls (EfficientNet's ``drop_path`` of a block without a skip connection), which have no
+    activations to compare."""
     if loaded.taps:
         return list(loaded.taps)
-    return [n for n, m in loaded.module.named_modules() if n and not any(True for _ in m.children())]
+    leaves = [n for n, m in loaded.module.named_modules() if n and not any(True for _ in m.children())]
+    called = called_modules(loaded, leaves, example)
+    return [n for n in leaves if n in called]
 
 
-def resolve_layers(loaded, layers) -> list[str]:
+def called_modules(loaded, names: list[str], example=None) -> set[str]:
+    """Which of the modules ``names`` one forward pass calls, traced with forward hooks on ``example`` (a
+    batch [1, 3, H, W] as the model's transform gives it; default zeros of the model's input size)."""
+    import torch
+
+    mods = dict(loaded.module.named_modules())
+    called: set[str] = set()
+    handles = [mods[n].register_forward_hook(lambda _m, _i, _o, n=n: called.add(n)) for n in names]
+    try:
+        x = example if example is not None else torch.zeros(1, *loaded.data_config["input_size"])
+        if loaded.channels_last:
+            x = x.contiguous(memory_format=torch.channels_last)
+        with torch.inference_mode():
+            (loaded.forward_fn or loaded.module)(x)
+    finally:
+        for h in handles:
+            h.remove()
+    return called
+
+
+def resolve_layers(loaded, layers, example=None) -> list[str]:
+    """The layers to record, in module order: ``layers``, else :func:`default_layers`. A requested layer (or
+    zoo tap) that does not exist, or that one traced forward pass on ``example`` does not call, is an error
+    here, before any image is extracted."""
     names = [n for n, _ in loaded.module.named_modules() if n]
-    chosen = list(layers) or default_layers(loaded)
+    chosen = list(layers) or default_layers(loaded, example)
     bad = [x for x in chosen if x not in names]
     if bad:
         raise ValueError(f"similarity.layers={bad}: no such module in {loaded.model_id}; some names: {names[:20]}")
+    if layers or loaded.taps:
+        called = called_modules(loaded, chosen, example)
+        idle = [x for x in chosen if x not in called]
+        if idle:
+            what = "similarity.layers" if layers else "the zoo's taps"
+            raise ValueError(f"{what}: module(s) {idle} of {loaded.model_id} are not called in forward (traced on one "
+                             "image), so they have no activations; leave similarity.layers empty for every called "
+                             "leaf module, or name others")
     order = {n: i for i, n in enumerate(names)}
     return sorted(dict.fromkeys(chosen), key=order.__getitem__)
 
@@ -373,7 +411,8 @@ def run_similarity(loaded, task_dir, model_id: str, cfg: SimilarityConfig, resul
     if pairs.empty:
         raise ValueError(f"similarity: no pairs in {root} (reference {cfg.reference!r} of {cfg.factor!r}, matched on "
                          f"{list(cfg.match)})")
-    layers = resolve_layers(loaded, cfg.layers)
+    first = str(root / pairs["reference_item"].iloc[0])
+    layers = resolve_layers(loaded, cfg.layers, _prepare(loaded, first, affine_params(cfg, 0), cfg.fill).unsqueeze(0))
     digest = R.config_digest({"similarity": asdict(cfg), "model": loaded.identity(), "task": name,
                               "images": R.config_digest(pairs.to_dict("list")), **(config_extra or {})})
     rid = R.run_id("similarity", name, model_id, cfg.seed, digest)

@@ -37,7 +37,7 @@ def serve_job(cfg) -> None:
     try:
         design = design_from_config(c["design"])
         study = open_study(c["task"], design, c["db"], os.environ.get("VANTAGE_STUDY_SECRET") or None)
-    except (DesignError, StudyError) as e:
+    except (DesignError, StudyError, ValueError) as e:  # ValueError: a database URL of an unsupported kind
         _fail(str(e))
     import uvicorn
 
@@ -64,7 +64,8 @@ def export_job(cfg) -> None:
         from sqlalchemy.exc import SQLAlchemyError
 
         if isinstance(e, (SQLAlchemyError, ValueError, OSError)):
-            _fail(f"db={c['db']}: {str(e).splitlines()[0]}")
+            msg = str(e).splitlines()[0]
+            _fail(msg if msg.startswith("db=") else f"db={c['db']}: {msg}")
         raise
     print(f"wrote {n['participants']} participant trial table(s) ({n['trials']} trials; {n['skipped']} already "
           f"present) to {c['out']}/trials; next: python -m eval stats results={c['out']} split=<design split>")
@@ -81,6 +82,15 @@ def main(argv: list[str] | None = None) -> None:
     jobs = {"serve": serve_job, "export": export_job}
     if command not in jobs:
         _fail(f"unknown command {command!r}; commands: serve, export")
+    from render.cli import added_keys
+
+    try:
+        extra = added_keys(command, [a for a in rest if not a.startswith("-")], "configs.experiment")
+    except Exception:  # noqa: BLE001 - a composition error is reported by Hydra's own run below
+        extra = []
+    if extra:  # the jobs read only the settings they know: a '+key' they do not would be ignored silently
+        _fail(f"unknown setting(s) {' '.join(extra)}: python -m experiment {command} has no such setting "
+              f"(see python -m experiment --help)")
     sys.argv = [f"python -m experiment {command}"] + rest
     try:
         hydra.main(version_base=None, config_path="pkg://configs/experiment", config_name=command)(jobs[command])()

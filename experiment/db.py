@@ -76,14 +76,26 @@ trials = Table(
 )
 
 
-def make_engine(url: str):
+SCHEMES = ("sqlite:///", "postgresql://", "postgresql+psycopg://")
+
+
+def make_engine(url: str, create: bool = True):
     """An engine for ``url`` (``sqlite:///file.db`` or ``postgresql://...``; psycopg 3 is used for the
-    latter). SQLite runs in WAL mode with a busy timeout, so concurrent writers wait instead of failing."""
+    latter). SQLite runs in WAL mode with a busy timeout, so concurrent writers wait instead of failing.
+    ``create=False`` (reading an existing study, e.g. ``export``): a SQLite file that does not exist is an
+    error instead of a new empty database (and folder). Any other kind of URL is a ``ValueError`` naming the
+    supported ones (a ``mysql://`` URL would otherwise fail on its missing driver)."""
+    if not isinstance(url, str) or not url.startswith(SCHEMES):
+        raise ValueError(f"db={url}: not a supported database URL; use sqlite:///<file>.db or "
+                         "postgresql://<user>@<host>[:<port>]/<database>")
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url[len("postgresql://"):]
     if url.startswith("sqlite"):
         path = url.split("///", 1)[-1]
         if path and path != ":memory:":
+            if not create and not Path(path).is_file():
+                raise ValueError(f"db={url}: no such database file {path!r} (check the path; export reads an "
+                                 "existing study database)")
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
 

@@ -93,7 +93,7 @@ def export(db_url: str, out: str | Path, study: str | None = None, include_incom
     from eval.results import write_part
     from render.files import safe_name, write_table
 
-    engine = D.make_engine(db_url)
+    engine = D.make_engine(db_url, create=False)  # a mistyped path is an error, not a new empty database
     D.migrate(engine)  # an old database is brought to the current schema before reading
     out = Path(out)
     trials = trial_table(engine, study, include_incomplete)

@@ -102,6 +102,26 @@ def check_overrides(config_name: str, overrides: list[str]) -> None:
         GlobalHydra.instance().clear()
 
 
+def added_keys(config_name: str, overrides: list[str], config_module: str = "configs") -> list[str]:
+    """The ``+key=value`` overrides that add a top-level setting ``configs/<config_name>.yaml`` does not have
+    (Hydra accepts any such key, so a job that reads only the settings it knows would ignore a mistyped one;
+    a CLI whose job takes no extra settings refuses them with this)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+
+    plus = [a for a in overrides if a.startswith("+") and not a.startswith("++") and "=" in a]
+    if not plus:
+        return []
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_module(config_module=config_module, version_base=None):
+            known = set(hydra_compose(config_name=config_name))
+    finally:
+        GlobalHydra.instance().clear()
+    return [a for a in plus if a[1:].split("=", 1)[0].split(".", 1)[0] not in known]
+
+
 def run_hydra(config_name: str, job: Callable[[dict], str | None], argv: list[str] | None = None) -> None:
     """The entry point of a Hydra CLI; exits with the status of :func:`run_guarded`."""
     argv = list(sys.argv[1:] if argv is None else argv)

@@ -292,7 +292,9 @@ def read_image(path: str | os.PathLike, mode: str = "RGB"):
 
 
 def class_folder_images(root: str | os.PathLike) -> list[tuple[str, str]]:
-    """(path, class) for every file under ``root/<class>/`` (sorted; hidden files skipped).
+    """(path, class) for every file under ``root/<class>/`` (sorted; hidden files skipped), dangling symbolic
+    links included: they fail when read, so the writer lists them in ``skipped`` with the reason instead of
+    losing them silently.
 
     Images directly in ``root`` next to class folders would have no class: they raise ``ValueError``
     naming them rather than being silently ignored."""
@@ -308,7 +310,7 @@ def class_folder_images(root: str | os.PathLike) -> list[tuple[str, str]]:
     out = []
     for cls in sorted(p for p in rootp.iterdir() if p.is_dir() and not p.name.startswith(".")):
         for f in sorted(cls.iterdir()):
-            if f.is_file() and not f.name.startswith("."):
+            if (f.is_file() or (f.is_symlink() and not f.exists())) and not f.name.startswith("."):
                 out.append((str(f), cls.name))
     return out
 

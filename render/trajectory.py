@@ -11,8 +11,14 @@ from __future__ import annotations
 
 
 def _cli_job(kw: dict) -> str:
+    import inspect
+
     from tasks.trajectory import render_trajectory
 
+    known = list(inspect.signature(render_trajectory).parameters)
+    unknown = sorted(set(kw) - set(known))
+    if unknown:  # e.g. +colour=red: Hydra adds any key given with '+'
+        raise ValueError(f"unknown setting(s) {unknown}; known: {', '.join(known)}")
     out = render_trajectory(**kw)
     extra = " and labels.csv" if (kw.get("props") or {}).get("mode", "none") != "none" else ""
     return f"wrote {kw['frames'] if not kw.get('cameras') else 'recorded'} frames, cameras.csv{extra} to {out}"

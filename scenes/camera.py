@@ -32,8 +32,10 @@ class Camera:
     def __post_init__(self) -> None:
         w2c = np.asarray(self.w2c, dtype=np.float64)
         object.__setattr__(self, "w2c", w2c)
-        if w2c.shape != (4, 4) or not np.isfinite(w2c).all():
+        if w2c.shape != (4, 4):
             raise CameraError(f"w2c must be a finite 4x4 matrix, got shape {list(w2c.shape)}")
+        if not np.isfinite(w2c).all():
+            raise CameraError(f"w2c must be a finite 4x4 matrix, got non-finite entries {w2c.tolist()}")
         r = w2c[:3, :3]
         if not np.allclose(r @ r.T, np.eye(3), atol=1e-5) or np.linalg.det(r) < 0:
             raise CameraError("w2c rotation block is not a proper rotation (orthonormal, det +1)")

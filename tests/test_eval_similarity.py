@@ -170,3 +170,45 @@ def test_similarity_cli(tmp_path):
     assert len(d) == 4 * 3 * d["layer"].nunique() and (d["weights"] == "random:seed=0").all()
     assert bad.returncode == 2 and "similarity.reference='orig': not a level" in bad.stderr
     assert "Traceback" not in bad.stderr and not (tmp_path / "r2").exists()
+
+
+
+@pytest.fixture(scope="module")
+def efficientnet():
+    from eval.zoo import WeightsSpec
+
+    return load_model("timm:tf_efficientnet_lite0", WeightsSpec(pretrained=False))
+
+
+def test_default_layers_are_the_leaves_forward_calls_and_an_idle_layer_fails_before_extraction(tmp_path, monkeypatch,
+                                                                                              efficientnet):
+    """Issue 34.11: on tf_efficientnet_lite0 (the one real pretrained model) the default layers included the
+    drop_path leaves of blocks without a skip connection, never called in forward: the run failed after
+    extracting every image (101 s). Defaults are now the leaves one traced forward pass calls; a requested
+    layer that is not called is refused before any image is extracted, and nothing is written."""
+    import timm
+
+    import eval.similarity as SIM
+
+    plain = timm.create_model("tf_efficientnet_lite0", pretrained=False)
+    leaves = {n for n, m in plain.named_modules() if n and not any(True for _ in m.children())}
+    idle = {f"blocks.{s}.0.drop_path" for s in range(7)}  # first block of each stage: no skip, drop_path unused
+    assert idle <= leaves
+    layers = resolve_layers(efficientnet, ())
+    assert set(layers) == leaves - idle  # (the loaded model's classifier is an Identity: still a called leaf)
+    grey_sets(tmp_path / "d", n_sets=2, steps=(("base", 0.0), ("far", 0.3)))
+    extracted = []
+    real = SIM.activations
+    monkeypatch.setattr(SIM, "activations", lambda *a, **k: extracted.append(1) or real(*a, **k))
+    with pytest.raises(ValueError, match=r"\['blocks.0.0.drop_path'\] of timm:tf_efficientnet_lite0 are not called"):
+        run_similarity(efficientnet, tmp_path / "d", "timm:tf_efficientnet_lite0",
+                       SimilarityConfig(reference="base", layers=("conv_stem", "blocks.0.0.drop_path")), tmp_path / "r")
+    assert not extracted and not (tmp_path / "r").exists()
+
+
+@pytest.mark.slow  # ~25 s on a loaded 2-core machine: 190 layers of 224-px activations
+def test_default_layers_run_on_tf_efficientnet_lite0(tmp_path, efficientnet):
+    grey_sets(tmp_path / "d", n_sets=2, steps=(("base", 0.0), ("far", 0.3)))
+    cfg = SimilarityConfig(reference="base", n_boot=200, n_perm=200)
+    d = run_similarity(efficientnet, tmp_path / "d", "timm:tf_efficientnet_lite0", cfg, tmp_path / "r")["distances"]
+    assert set(d["layer"]) == set(resolve_layers(efficientnet, ())) and len(d) == 2 * d["layer"].nunique()

@@ -213,6 +213,85 @@ def test_retries_429_retry_after_500_timeout_malformed_and_errors_never_cached(p
     assert len(cached) == unique and all(json.loads(f.read_text())["text"] == "YES" for f in cached)
 
 
+class _FakeGemini:
+    """A google-genai client stand-in: ``models.generate_content`` returns the queued responses in turn."""
+
+    def __init__(self, responses):
+        self.responses, self.calls = list(responses), 0
+        self.models = self
+
+    def generate_content(self, model, contents, config):
+        self.calls += 1
+        return self.responses.pop(0)
+
+
+def _gemini_response(text=None, block=None):
+    from types import SimpleNamespace as NS
+
+    usage = NS(prompt_token_count=100, candidates_token_count=2)
+    feedback = NS(block_reason=block) if block else None
+    cands = [] if text is None else [NS(finish_reason="STOP", content=NS(parts=[NS(text=text)]))]
+    return NS(candidates=cands, prompt_feedback=feedback, usage_metadata=usage)
+
+
+def test_gemini_reply_without_candidates_is_retried_never_cached_as_a_refusal(task, keys, tmp_path):
+    """Issue 34.9: a 200 reply with no candidates and no block reason was cached as a refusal (and never asked
+    again); it is a transient error now: retried, and only the real answer is cached. A blocked prompt
+    (promptFeedback.blockReason) stays a refusal. Fake client first, then the real SDK against the fake server."""
+    from eval.vlm.cache import ResponseCache, request_key, request_key_fields
+    from eval.vlm.prompts import Conversation, Turn
+    from eval.vlm.providers import Request
+    from eval.vlm.run import Dispatcher
+
+    req = Request(Conversation((Turn("user", ("Is the ball visible?",)),)), 0.0, 16, 0)
+    fields = request_key_fields("gemini", "m", req)
+    key = request_key(fields)
+    cache = ResponseCache(tmp_path / "c1")
+    waits = []
+    d = Dispatcher("gemini", "m", RequestSettings(cache_dir=str(tmp_path / "c1"), backoff_s=0.5), cache,
+                   sleep=_no_sleep(waits))
+    d._client = _FakeGemini([_gemini_response(), _gemini_response("YES")])
+    out = d.run({key: (fields, req)})[key]
+    assert d._client.calls == 2 and d.retries == 1 and waits == [0.5]
+    assert out.reply.text == "YES" and not out.reply.refused and cache.get(key).text == "YES"
+    cache2 = ResponseCache(tmp_path / "c2")
+    d = Dispatcher("gemini", "m", RequestSettings(cache_dir=str(tmp_path / "c2"), max_retries=0), cache2)
+    d._client = _FakeGemini([_gemini_response()])
+    out = d.run({key: (fields, req)})[key]
+    assert out.reply is None and "no candidates" in out.error and cache2.get(key) is None  # not cached
+    d._client = _FakeGemini([_gemini_response(block="SAFETY")])
+    out = d.run({key: (fields, req)})[key]
+    assert out.reply.refused and out.reply.finish == "blocked" and cache2.get(key).refused
+    with FakeVLMServer() as srv:
+        srv.script.extend([{"empty": True}, {"blocked": True}])
+        summ, ms = run_vlm(task, "gemini:m", VLMConfig(shots=2, n_boot=200), tmp_path / "res",
+                           _settings(srv, "gemini", tmp_path, concurrency=1), progress=False, sleep=_no_sleep([]))
+        n = srv.count()
+    unique = task.items[task.items["split"].isin(task.eval_splits)]["path"].nunique()
+    assert summ is not None and n == unique + 1 and ms[0].dispatcher.retries == 1
+    det = pd.read_parquet(next((tmp_path / "res" / "vlm").glob("*.parquet")))
+    refused = det[det["refused"]]  # the blocked prompt only (its image may be in two evaluation splits)
+    assert refused["cache_key"].nunique() == 1 and (refused["finish"] == "blocked").all()
+    assert int(summ["n_refusal"].iloc[0]) == len(refused)
+
+
+def test_every_temperature_and_best_of_checked_before_the_first_run(task, keys, tmp_path):
+    """Issue 34.12: temperatures=[0.0, 9.0] ran (and wrote) the t=0 run before rejecting 9.0; best_of=0 was
+    accepted. Both are errors now before any request or file."""
+    from tasks.schema import ConfigError
+
+    with FakeVLMServer() as srv:
+        for temps in ([0.0, 9.0], [], "0.3"):
+            with pytest.raises(ConfigError) as e:
+                run_vlm(task, "openai:m", VLMConfig(shots=2, n_boot=200), tmp_path / "res",
+                        _settings(srv, "openai", tmp_path), temperatures=temps, progress=False)
+            assert srv.count() == 0 and not (tmp_path / "res").exists(), f"{temps}: a run was made first"
+            assert str(e.value).startswith(f"temperatures={temps!r}"[:14]), e.value
+    with pytest.raises(ConfigError, match="best_of=0: must be a whole number >= 1"):
+        protocol_summary(pd.DataFrame({"model_id": ["m"], "task": ["t"], "split": ["test"], "accuracy": [0.5],
+                                       "temperature": [0.0]}), best=0)
+
+
 def test_failed_requests_pause_the_run_and_are_retried_next_time(task, keys, tmp_path):
     with FakeVLMServer() as srv:
         srv.script.extend([{"status": 400}])  # not retryable: fails at once, not cached

@@ -6,7 +6,8 @@ from a script.
 * ``script``: a FIFO of behaviours consumed one per request before normal answers — ``{"status": 429,
   "retry_after": 1}``, ``{"status": 500}``, ``{"sleep": 2.0}`` (answer late: a client timeout),
   ``{"malformed": True}`` (a 200 with a body that is not JSON), ``{"refuse": True}`` (the provider's
-  refusal form), ``{"text": "..."}`` (this reply);
+  refusal form), ``{"text": "..."}`` (this reply), ``{"empty": True}`` (Gemini: a 200 with no candidates and
+  no block reason), ``{"blocked": True}`` (Gemini: the prompt blocked, no candidates);
 * ``delay``: seconds added to every reply;
 * every request is recorded (``requests``: provider, path, headers, parsed JSON body, time).
 
@@ -120,6 +121,10 @@ class FakeVLMServer:
             return self._send(h, step["status"], err, headers)
         if step.get("malformed"):
             return self._send_raw(h, 200, b'{"choices": [ this is not json', "application/json")
+        if provider == "gemini" and (step.get("empty") or step.get("blocked")):
+            usage = {"promptTokenCount": 100, "totalTokenCount": 100}
+            feedback = {"promptFeedback": {"blockReason": "SAFETY"}} if step.get("blocked") else {}
+            return self._send(h, 200, {"usageMetadata": usage, **feedback})
         b64 = _last_image_b64(provider, body)
         sha = image_sha256_b64(b64) if b64 else ""
         text = step.get("text") if "text" in step else self.answer(sha, provider)

@@ -18,7 +18,9 @@ Wire formats (what the fake server of the tests speaks, eval/vlm/fake_server.py)
   ``max_tokens`` (no seed).
 * Gemini ``POST {base}/v1beta/models/<model>:generateContent``: ``contents`` with roles ``user``/``model``
   and parts ``{"text"}`` / ``{"inlineData": {"mimeType", "data"}}``; ``generationConfig`` with
-  ``temperature``, ``maxOutputTokens``, ``seed``.
+  ``temperature``, ``maxOutputTokens``, ``seed``. A reply whose prompt was blocked (``promptFeedback.
+  blockReason``) or whose candidate stopped for safety is a refusal; a 200 with no candidates and no block
+  reason is a transient error (retried, not cached).
 """
 from __future__ import annotations
 
@@ -299,7 +301,11 @@ def _gemini_send(client, model: str, req: Request) -> Reply:
     tout = int(getattr(usage, "candidates_token_count", 0) or 0) if usage else 0
     blocked = bool(r.prompt_feedback and r.prompt_feedback.block_reason)
     if not r.candidates:
-        return Reply(None, True, tin, tout, "blocked" if blocked else "no_candidates")
+        if blocked:  # the prompt itself was blocked: the provider's refusal, an answer like any other
+            return Reply(None, True, tin, tout, "blocked")
+        # a 200 with neither candidates nor a block reason says nothing about the question: a transient
+        # failure (retried, never cached), not a refusal that would be cached and counted forever
+        raise ProviderError("200 reply with no candidates and no block reason", "no_candidates", True)
     cand = r.candidates[0]
     finish = str(getattr(cand.finish_reason, "value", cand.finish_reason) or "")
     parts = (cand.content.parts or []) if cand.content else []

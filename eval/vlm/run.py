@@ -312,11 +312,16 @@ def run_vlm(task, model_id: str, cfg: VLMConfig, results_dir, settings: RequestS
     dispatchers hold request counts, tokens and errors)."""
     from ..runner import run_method
 
-    temps = [cfg.temperature] if temperatures is None else [float(t) for t in temperatures]
-    out, methods, paused = [], [], False
-    for t in temps:
-        m = VLMMethod(task, replace(cfg, temperature=t), model_id, settings, sleep)
-        methods.append(m)
+    temps = [cfg.temperature] if temperatures is None else check_temperatures(temperatures)
+    cfgs = []
+    for t in temps:  # every run's settings are checked before the first run writes anything
+        try:
+            cfgs.append(replace(cfg, temperature=t))
+        except S.ConfigError as e:
+            raise S.ConfigError(f"temperatures={list(temps)}: {e}") from None
+    methods = [VLMMethod(task, c, model_id, settings, sleep) for c in cfgs]
+    out, paused = [], False
+    for m in methods:
         s = run_method(m, model_id, results_dir, progress=progress)
         if s is None:
             paused = True
@@ -325,9 +330,30 @@ def run_vlm(task, model_id: str, cfg: VLMConfig, results_dir, settings: RequestS
     return (None if paused else pd.concat(out, ignore_index=True)), methods
 
 
+def check_temperatures(temperatures) -> list[float]:
+    """``temperatures`` (the runs of a sweep) as floats; a ``ConfigError`` names the setting unless it is a
+    non-empty list of numbers (each is then checked as ``vlm.temperature``)."""
+    ok = isinstance(temperatures, (list, tuple)) and len(temperatures) > 0 and all(
+        isinstance(t, (int, float)) and not isinstance(t, bool) for t in temperatures)
+    if not ok:
+        raise S.ConfigError(f"temperatures={temperatures!r}: must be a non-empty list of numbers, e.g. [0.0, 0.7], or "
+                            "null (= vlm.temperature)")
+    return [float(t) for t in temperatures]
+
+
+def check_best_of(best) -> int:
+    """``best_of`` (how many of the best runs the paper's figure averages): a whole number >= 1."""
+    if not isinstance(best, int) or isinstance(best, bool) or best < 1:
+        raise S.ConfigError(f"best_of={best!r}: must be a whole number >= 1 (the paper's figure is the mean of the "
+                            "best 3 runs)")
+    return best
+
+
 def protocol_summary(summary: pd.DataFrame, best: int = 3) -> pd.DataFrame:
-    """Per (model, task, split): the mean accuracy of the best ``best`` runs (the 3D-PC paper's figure) and
-    the mean, min and max over all runs (temperatures x seeds), with the run count."""
+    """Per (model, task, split): the mean accuracy of the best ``best`` runs (the 3D-PC paper's figure; all
+    runs when there are fewer) and the mean, min and max over all runs (temperatures x seeds), with the run
+    count."""
+    check_best_of(best)
     rows = []
     for (model, task, split), g in summary.groupby(["model_id", "task", "split"], sort=True):
         acc = np.sort(g["accuracy"].to_numpy(float))[::-1]

@@ -483,6 +483,12 @@ def write_dataset(name: str, out: str | os.PathLike, params: dict | None = None,
     resolved = {"dataset": name, "seed": int(seed), "config": json.loads(json.dumps(dataclasses.asdict(cfg), default=list)),
                 **({"preset": params["preset"]} if params and "preset" in params else {})}
     items: list[Item] = list(gen.items(cfg, int(seed)))
+    if not items:  # checked before the folder is stamped: an empty dataset is a configuration mistake
+        empty = [k for k, v in dataclasses.asdict(cfg).items() if isinstance(v, (list, tuple)) and not v
+                 and k in (params or {})]
+        why = f"{', '.join(f'{k}=[]' for k in empty)}: give at least one value" if empty else \
+            "check the parameters (python -m tasks.generate --list)"
+        raise ConfigError(f"dataset {name!r}: these parameters make no images ({why})")
     ids = [it.item_id for it in items]
     if len(set(ids)) != len(ids):
         raise RuntimeError(f"generator {name!r} produced duplicate item ids")
