@@ -326,8 +326,14 @@ def work(tmp_path_factory):
     write_ply(GaussianScene(means=means, quats=np.tile([1.0, 0, 0, 0], (n, 1)), log_scales=np.full((n, 3), -4.0),
                             opacity_logits=np.full(n, 4.0), sh=rng.uniform(0, 1, (n, 1, 3)), source="readme test"),
               w / "path" / "to" / "point_cloud.ply")
+    from scenes.formats import read_scene_file, write_scene_file
     from scenes.load import load_scene
 
+    # "Your own trained scene": the same stand-in in the formats its commands name
+    stand_in = read_scene_file(w / "path" / "to" / "point_cloud.ply")
+    (w / "captures").mkdir()
+    for f in ("captures/statue.sog", "a.sog", "b.splat", "c.ply"):
+        write_scene_file(stand_in, w / f)
     sc = load_scene(str(w / "path" / "to" / "point_cloud.ply"))
     cams = sc.trajectory.cameras(2, 32, 32)
     (w / "out" / "bench_01").mkdir(parents=True)
