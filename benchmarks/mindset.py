@@ -39,7 +39,7 @@ def baseline() -> float:
     """Seconds to PNG-encode 500 copies of a fixed 224×224 RGB stimulus (a disc and a grating)."""
     import numpy as np
 
-    from render.files import png_bytes
+    from infra.images import png_bytes
 
     yy, xx = np.mgrid[0:224, 0:224] + 0.5
     g = 127.5 + 127.5 * np.cos(0.3 * xx)
@@ -54,7 +54,7 @@ def baseline() -> float:
 def cpu_cost(name: str, sample: int) -> tuple[float, float]:
     """(CPU s of the items pass, CPU ms per image of render + PNG encoding over ``sample`` evenly spaced
     items) of dataset ``name``'s paper preset, in this process."""
-    from render.files import png_bytes
+    from infra.images import png_bytes
     from tasks.stimuli import GENERATORS
     from tasks.stimuli.registry import make_config
 

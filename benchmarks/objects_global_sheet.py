@@ -44,7 +44,7 @@ def main(argv=None) -> int:
         print(f"error: --sets={args.sets} must be in [1, 10]")
         return 2
     import tasks.stimuli  # noqa: F401  (registers the generators)
-    from render.files import save_png
+    from infra.images import save_png
     from tasks.stimuli import write_dataset
 
     with tempfile.TemporaryDirectory() as tmp:

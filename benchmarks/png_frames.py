@@ -4,7 +4,7 @@
 
 Reads up to ``--max`` kept frames (``images/**/*.png``) of a build and encodes each with: PIL at zlib levels
 6 (its default, the builder's writer before issue 19), 3, 2, 1 (adaptive row filters); Vantage's
-``render.files.png_bytes`` with row filter none and sub (zlib-ng deflate, level 2); ISA-L level 1 through the same encoder (the
+``infra.images.png_bytes`` with row filter none and sub (zlib-ng deflate, level 2); ISA-L level 1 through the same encoder (the
 writer until 2026-11, dropped because its bytes were not deterministic) when ``isal`` is installed; and, when OpenCV is
 installed (``pip install .[bench]``; not a Vantage dependency), OpenCV at levels 1 and 3. CPU =
 ``time.process_time`` of encoding only (no file writes), best of ``--repeats``; every encoding is decoded
@@ -32,7 +32,7 @@ def main() -> None:
     import numpy as np
     from PIL import Image
 
-    from render.files import png_bytes
+    from infra.images import png_bytes
 
     files = sorted((Path(args.build) / "images").rglob("*.png"))[: args.max]
     if not files:
@@ -52,7 +52,7 @@ def main() -> None:
     try:
         from isal import isal_zlib
 
-        import render.files as rf
+        import infra.files as rf
 
         def isal_png(a):
             keep = rf._compress

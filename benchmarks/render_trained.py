@@ -117,7 +117,7 @@ def main() -> None:
 
     from render import splat
     from render._cpu import render_cpu
-    from render.files import save_png
+    from infra.images import save_png
     from render.splat import _background_map, frame_parallel, to_uint8
     from trained_scenes import scene_statistics
 

@@ -93,7 +93,7 @@ def bench_vlm(n: int) -> None:
     from eval.tasks import load_task
     from eval.vlm import RequestSettings, VLMConfig, run_vlm
     from eval.vlm.fake_server import FakeVLMServer
-    from render.files import save_png
+    from infra.images import save_png
 
     os.environ.setdefault("OPENAI_API_KEY", "benchmark-key")
     with tempfile.TemporaryDirectory() as d:

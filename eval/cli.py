@@ -78,7 +78,7 @@ sweeps:    python -m eval probe --multirun model=timm:a,timm:b task=... out=... 
 
 
 def _fail(msg: str) -> None:
-    from render.cli import fail
+    from infra.cli import fail
 
     fail(msg)
 
@@ -88,7 +88,7 @@ BOOL_SETTINGS = ("pretrained", "fast", "progress")
 
 
 def _container(cfg) -> dict:
-    from render.cli import plain_config
+    from infra.cli import plain_config
 
     c = plain_config(cfg, "python -m eval --help")
     for key in BOOL_SETTINGS:
@@ -270,13 +270,13 @@ def main(argv: list[str] | None = None) -> None:
         _fail(str(e))
     register_settings(cmd)
     if not any(a.startswith("-") for a in rest):  # a mistyped key is an error: line, not Hydra's exit 1
-        from render.cli import check_overrides
+        from infra.cli import check_overrides
 
         try:
             check_overrides(f"eval_{name}", rest)
         except ValueError as e:
             _fail(str(e))
-    from render.cli import added_keys
+    from infra.cli import added_keys
 
     extra = added_keys(f"eval_{name}", [a for a in rest if not a.startswith("-")])
     if extra:  # the jobs read only the settings they know: a '+key' they do not would be ignored silently

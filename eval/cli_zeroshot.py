@@ -47,7 +47,7 @@ def vlm_job(cfg) -> None:
     import sys
     from pathlib import Path
 
-    from render.files import write_table
+    from infra.files import write_table
 
     from .results import config_digest
     from .vlm import RequestSettings, VLMConfig, protocol_summary, run_vlm

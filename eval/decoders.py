@@ -270,7 +270,7 @@ def train_decoders(X: dict[str, np.ndarray], y: np.ndarray, split: np.ndarray, t
                  "best_epoch": {n: -1 for n in names}, "since": {n: 0 for n in names},
                  "active": {n: True for n in names}, "epochs_run": {n: 0 for n in names}, "history": []}
         if checkpoint is not None and checkpoint.is_file():
-            from .checkpoints import load_tensors
+            from infra.safe_load import load_tensors
 
             ck = load_tensors(checkpoint, "decoder resume checkpoint")  # never unpickles code (issue 34)
             for n in names:

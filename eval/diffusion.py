@@ -289,7 +289,7 @@ def preprocess_image(path: str, size: int):
     import torch
     from PIL import Image
 
-    from render.files import read_image
+    from infra.images import read_image
 
     im = read_image(path)
     w, h = im.size
@@ -450,7 +450,7 @@ def classify_images(model: DiffusionModel, paths: list[str], prompts: list[str],
 def _save_result(path: Path, image: str, r: ImageResult) -> None:
     import json
 
-    from scenes.files import atomic_write_text
+    from infra.files import atomic_write_text
 
     atomic_write_text(path, json.dumps({"image": image, "choice": int(r.choice), "score": r.score,
                                         "n_samples": r.n_samples.tolist(), "errors": r.errors.tolist(),
@@ -495,7 +495,7 @@ class DiffusionMethod(Method):
         return {"weights": self.model.weights, "preprocess": f"diffusion:{size}:bicubic:center_crop"}
 
     def run_seed(self, seed: int, rid: str) -> SeedResult:
-        from scenes.files import temp_name
+        from infra.files import temp_name
 
         items = self.items
         t0 = time.perf_counter()

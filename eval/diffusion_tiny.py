@@ -166,7 +166,7 @@ def build_tiny(folder: Path, steps: int = 150, seed: int = 0) -> dict:
 
 def write_toy_dataset(root: Path, n: int, seed: int) -> Path:
     """``n`` toy images as an ImageFolder ``root/test/<class>/<i>.png`` (the classifier's held-out set)."""
-    from render.files import save_png
+    from infra.images import save_png
 
     imgs, labels = toy_images(n, np.random.default_rng(seed))
     for i, (im, c) in enumerate(zip(imgs, labels)):

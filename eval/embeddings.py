@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from infra.files import cache_dir
+
 CACHE_FORMAT = 1
 CHUNK = 512  # images per resumable chunk
 
@@ -51,7 +53,7 @@ class Embeddings:
 
 
 def default_cache_dir() -> Path:
-    return Path(os.environ.get("VANTAGE_CACHE", Path.home() / ".cache" / "vantage")) / "embeddings"
+    return cache_dir("embeddings")
 
 
 def images_digest(item_ids: list[str], paths: list[str]) -> str:
@@ -78,8 +80,8 @@ def _fname(feature: str) -> str:
 
 
 def load_image(path: str):
-    """RGB PIL image through Vantage's one loader (render.files.read_image: 16/32-bit scaled, not white)."""
-    from render.files import UnreadableImage, read_image
+    """RGB PIL image through Vantage's one loader (infra.images.read_image: 16/32-bit scaled, not white)."""
+    from infra.images import read_image, UnreadableImage
 
     try:
         return read_image(path, "RGB")
@@ -304,7 +306,7 @@ class CacheDamaged(EmbeddingError):
 
 
 def _file_sha256(path: Path) -> str:
-    from render.files import sha256_file
+    from infra.files import sha256_file
 
     return sha256_file(path)
 

@@ -103,10 +103,10 @@ def _atomic_save(obj, path: Path) -> None:
 
 
 def load_checkpoint(path: Path, what: str = "fine-tune resume checkpoint"):
-    """A resume checkpoint read by the one safe loader (``eval.checkpoints.load_tensors``): tensors, numbers,
+    """A resume checkpoint read by the one safe loader (``infra.safe_load.load_tensors``): tensors, numbers,
     strings and containers only, so a replaced file in a shared results folder cannot run code (it is refused
     with its reason, as a ``RuntimeError`` like the other resume failures)."""
-    from .checkpoints import CheckpointError, load_tensors
+    from infra.safe_load import CheckpointError, load_tensors
 
     try:
         return load_tensors(path, what)

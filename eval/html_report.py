@@ -434,7 +434,7 @@ def build_report(c: dict, tables: dict | None = None, trials: pd.DataFrame | Non
 
 
 def _write_report(c, res: Path, out: Path, task, split, ci, seed, tables, trials, summary, saver) -> Path:
-    from scenes.files import atomic_write_text
+    from infra.files import atomic_write_text
 
     from .results import read_results
 

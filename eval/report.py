@@ -196,8 +196,8 @@ def _md(df: pd.DataFrame, floatfmt: str = "{:.3f}") -> str:
 
 
 def run_stats(c: dict) -> Path:
-    from render.files import write_table
-    from scenes.files import atomic_write_text
+    from infra.files import write_table
+    from infra.files import atomic_write_text
 
     from .probe import seed_summary
     from .zoo import zoo_table

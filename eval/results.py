@@ -61,7 +61,7 @@ def config_digest(config: dict) -> str:
 
 
 def run_id(method: str, task: str, model_id: str, seed: int, digest: str) -> str:
-    from render.files import safe_name
+    from infra.files import safe_name
 
     return f"{safe_name(method)}__{safe_name(task)}__{safe_name(model_id)}__seed{seed}__{digest}"
 

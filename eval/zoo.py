@@ -137,7 +137,7 @@ class ModelId:
     @property
     def slug(self) -> str:
         """A file-name-safe form of the id."""
-        from render.files import safe_name
+        from infra.files import safe_name
 
         return safe_name(str(self))
 
@@ -500,9 +500,9 @@ def _load_module(mid, weights, kwargs, versions):
 
 def load_state_dict(path: str | os.PathLike) -> dict:
     """A checkpoint as a flat state dict (.safetensors, or torch files with an optional
-    ``state_dict``/``model`` wrapper), read by the one safe loader (``eval.checkpoints.load_tensors``:
+    ``state_dict``/``model`` wrapper), read by the one safe loader (``infra.safe_load.load_tensors``:
     a file that would run code is refused with ``UnsafeFileError``, a ``ValueError``)."""
-    from .checkpoints import load_tensors
+    from infra.safe_load import load_tensors
 
     path = str(path)
     obj = load_tensors(path, "weights file")

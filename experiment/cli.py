@@ -18,13 +18,13 @@ secrets: VANTAGE_ADMIN_TOKEN (admin pages and export; printed when generated), V
 
 
 def _fail(msg: str) -> None:
-    from render.cli import fail
+    from infra.cli import fail
 
     fail(msg)
 
 
 def _container(cfg) -> dict:
-    from render.cli import plain_config
+    from infra.cli import plain_config
 
     return plain_config(cfg, "python -m experiment --help")
 
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> None:
     jobs = {"serve": serve_job, "export": export_job}
     if command not in jobs:
         _fail(f"unknown command {command!r}; commands: serve, export")
-    from render.cli import added_keys
+    from infra.cli import added_keys
 
     try:
         extra = added_keys(command, [a for a in rest if not a.startswith("-")], "configs.experiment")

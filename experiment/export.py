@@ -91,7 +91,7 @@ def export(db_url: str, out: str | Path, study: str | None = None, include_incom
     """Write the trial parts and participants tables (see the module docstring); returns counts
     ``{"participants": written parts, "skipped": parts already present, "trials": rows written}``."""
     from eval.results import write_part
-    from render.files import safe_name, write_table
+    from infra.files import safe_name, write_table
 
     engine = D.make_engine(db_url, create=False)  # a mistyped path is an error, not a new empty database
     D.migrate(engine)  # an old database is brought to the current schema before reading

@@ -23,8 +23,8 @@ def make_demo_dataset(out: str | Path, n_train: int = 24, n_human: int = 12, siz
     VPT and depth labels alternating, each image a flat colour with a stripe (``size`` px, RGB PNG)."""
     import pandas as pd
 
-    from render.files import save_png
-    from scenes.files import atomic_write_bytes, atomic_write_text
+    from infra.images import save_png
+    from infra.files import atomic_write_bytes, atomic_write_text
 
     out = Path(out)
     rng = np.random.default_rng(seed)

@@ -302,7 +302,7 @@ def main(argv=None) -> int:
     cats = category_names(args.group)
     if args.new:
         cats = [c for c in cats if c not in category_names("imagenet16")]
-    from .files import save_png
+    from infra.images import save_png
 
     save_png(args.sheet, contact_sheet(args.size, categories=cats))
     return 0

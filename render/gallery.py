@@ -33,7 +33,7 @@ def catalogue_sheet(size: int = 128, phase: float = 0.0, names: list[str] | None
 
 
 def main() -> None:
-    from .files import save_png
+    from infra.images import save_png
 
     out = Path(sys.argv[1] if len(sys.argv) > 1 else "out/catalogue.png")
     size = int(sys.argv[2]) if len(sys.argv) > 2 else 128

@@ -27,7 +27,7 @@ def _cli_job(kw: dict) -> str:
 def main(argv: list[str] | None = None) -> None:
     from tasks.trajectory import register_configs
 
-    from .cli import run_hydra
+    from infra.cli import run_hydra
 
     register_configs()  # configs/props/*.yaml compose prop_style and label_rules, whose defaults are dataclasses
     run_hydra("trajectory", _cli_job, argv)

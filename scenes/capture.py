@@ -24,7 +24,6 @@ estimate and can write it as a sidecar to edit.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -32,6 +31,8 @@ import re
 from pathlib import Path
 
 import numpy as np
+
+from infra.files import sha256_path
 
 from .canonical import (CANONICAL_VERSION, CATEGORY_HEIGHTS_M, CanonicalFrame, FrameHints, FrameUnknown,
                         canonical_orbit, estimate_frame)
@@ -118,20 +119,6 @@ def find_cameras(path: str | os.PathLike):
         if f.is_file():
             return read_inria_cameras(f), str(f)
     return None, None
-
-
-def sha256_path(path: str | os.PathLike) -> str:
-    """sha256 of a file, or of a folder's files (names and contents, sorted) for an unzipped SOG."""
-    p = Path(path)
-    h = hashlib.sha256()
-    files = sorted(q for q in p.rglob("*") if q.is_file()) if p.is_dir() else [p]
-    for q in files:
-        if p.is_dir():
-            h.update(str(q.relative_to(p)).encode() + b"\0")
-        with open(q, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
-    return h.hexdigest()
 
 
 def ground_disc(frame: CanonicalFrame, radius: float, object_base: np.ndarray | None, seed: int = 0):
@@ -239,4 +226,4 @@ def load_capture(path: str | os.PathLike, frame: dict | None = None, seed: int =
 
 
 __all__ = ["find_cameras", "ground_disc", "guess_category", "load_capture", "read_inria_cameras", "read_sidecar",
-           "scene_name", "sha256_path", "sidecar_path"]
+           "scene_name", "sidecar_path"]

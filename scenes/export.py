@@ -41,7 +41,7 @@ def export_scene(name: str, out: str | os.PathLike, seed: int = 0, sidecar: bool
     scene = build(name, seed)
     write_scene_file(scene.gaussians, out)
     if sidecar:
-        from .files import atomic_write_text
+        from infra.files import atomic_write_text
 
         atomic_write_text(out.with_name(out.name + ".json"), json.dumps(scene.sidecar(), indent=2))
     return out
@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> None:
 
         print("\n".join(catalogue_names()))
         return
-    from render.cli import run_hydra
+    from infra.cli import run_hydra
 
     run_hydra("export", _cli_job, argv)
 

@@ -36,7 +36,7 @@ def frame_sidecar(scene_file: str, frame: dict | None = None) -> dict:
 
 
 def _cli_job(kw: dict) -> str:
-    from scenes.files import atomic_write_text
+    from infra.files import atomic_write_text
 
     from .gaussians import SceneError
 
@@ -67,7 +67,7 @@ def _cli_job(kw: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from render.cli import run_hydra
+    from infra.cli import run_hydra
 
     run_hydra("frame", _cli_job, list(sys.argv[1:] if argv is None else argv))
 

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from infra.files import cache_dir as infra_cache_dir
+
 PROXY_VERSION = "1"
 
 
@@ -72,7 +74,7 @@ def proxy_mesh(gaussians, bounds: np.ndarray | None = None, params: ProxyParams 
 def cache_dir() -> Path:
     """Where proxy meshes are cached: ``$VANTAGE_CACHE/proxy`` (default ``~/.cache/vantage/proxy``). Not next to
     the scene file: captures are often read from folders the user cannot write (a shared data set)."""
-    return Path(os.environ.get("VANTAGE_CACHE") or Path.home() / ".cache" / "vantage") / "proxy"
+    return infra_cache_dir("proxy")
 
 
 def _cached(key: dict, build):
@@ -82,7 +84,7 @@ def _cached(key: dict, build):
 
     import trimesh
 
-    from .files import atomic_write_bytes, atomic_write_text
+    from infra.files import atomic_write_bytes, atomic_write_text
 
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]
     cache, meta = cache_dir() / f"{digest}.ply", cache_dir() / f"{digest}.json"

@@ -53,7 +53,7 @@ def write_gallery(root: str | Path, per_condition: int = 6) -> Path:
         for f in g.file_name.head(per_condition):
             parts.append(f"<img src='{html.escape(f)}' title='{html.escape(f)}'>")
         parts.append("</div>")
-    from scenes.files import atomic_write_text
+    from infra.files import atomic_write_text
 
     out = root / "gallery.html"
     atomic_write_text(out, "\n".join(parts))
@@ -69,7 +69,7 @@ dataset (annotations.parquet) or a 3D-PC build (metadata.parquet), at their natu
 def main(argv: list[str] | None = None) -> int:
     """The CLI: ``--help`` prints the usage (exit 0); a missing or extra argument, a bad count or a folder
     that holds no dataset is one ``error:`` line (exit 2)."""
-    from render.cli import debug_requested, fail, run_guarded
+    from infra.cli import debug_requested, fail, run_guarded
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if any(a in ("-h", "--help", "help") for a in argv):

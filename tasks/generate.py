@@ -22,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
         for name in sorted(GENERATORS):
             print(describe(GENERATORS[name]))
         return 0
-    from render.cli import debug_requested, run_guarded
+    from infra.cli import debug_requested, run_guarded
 
     debug = debug_requested(argv)
     argv = [a for a in argv if a != "--debug"]

@@ -22,7 +22,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from render.files import output_folder, package_version, save_frame_png, write_table
+from infra.files import package_version, write_table
+from infra.images import save_frame_png
+from infra.outputs import output_folder
 from scenes.camera import Camera
 
 __all__ = ["read_cameras", "render_trajectory", "validate_options"]
@@ -183,7 +185,7 @@ def _render_frames(out, rows_dir, sc, cams, bg, backend, props, seed, placement,
     from tqdm import tqdm
 
     from render.splat import splat
-    from scenes.files import atomic_write_bytes
+    from infra.files import atomic_write_bytes
     from scenes.trajectory import cameras_table
 
     rows_dir.mkdir(exist_ok=True)

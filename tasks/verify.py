@@ -35,7 +35,7 @@ class NotADataset(ValueError):
 
 
 def _hash(path: Path) -> str:
-    from render.files import sha256_file
+    from infra.files import sha256_file
 
     return sha256_file(path)
 
@@ -105,7 +105,7 @@ def verify(root: str | Path) -> Report:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from render.cli import debug_requested, run_guarded
+    from infra.cli import debug_requested, run_guarded
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):

@@ -10,7 +10,7 @@ from PIL import Image
 
 from render import splat
 from scenes.camera import Camera
-from render.files import OutputConflict
+from infra.outputs import OutputConflict
 from tasks.trajectory import render_trajectory
 from scenes.load import load_scene
 

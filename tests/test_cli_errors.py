@@ -191,7 +191,7 @@ def _make_fixtures(d: Path) -> None:
     import numpy as np
     from PIL import Image
 
-    from scenes.files import atomic_write_text
+    from infra.files import atomic_write_text
     from scenes.gaussians import GaussianScene
     from scenes.ply import write_ply
 

@@ -66,7 +66,7 @@ def test_structured_config_groups_are_their_dataclasses():
     """Issue 21.3: prop_style, label_rules, audit and the preset's defaults are the dataclasses themselves
     (Hydra structured configs), so the composed command-line config cannot drift from them and no YAML
     restates them."""
-    from render.cli import compose
+    from infra.cli import compose
     from scenes.catalogue import catalogue_names
     from tasks.labels import LabelRules
     from tasks.placement import PropStyle

@@ -10,7 +10,7 @@ import torch
 from PIL import Image
 
 from eval import results as R
-from eval.checkpoints import load_tensors
+from infra.safe_load import load_tensors
 from eval.embeddings import Embeddings, get_embeddings
 from eval.finetune import FinetuneConfig, run_finetune
 from eval.probe import ProbeConfig, run_probe, seed_summary, train_probe

@@ -17,7 +17,7 @@ from PIL import Image
 
 torch = pytest.importorskip("torch")
 
-from eval.checkpoints import CheckpointError, UnsafeFileError, load_tensors  # noqa: E402
+from infra.safe_load import CheckpointError, UnsafeFileError, load_tensors  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

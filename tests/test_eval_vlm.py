@@ -35,7 +35,7 @@ N_TRAIN, N_TEST = 24, 16
 
 def _build(root: Path) -> Path:
     """A minimal 3D-PC build: random 8x8 PNGs, labels alternating, human subset = every third test image."""
-    from render.files import save_png
+    from infra.images import save_png
 
     rng = np.random.default_rng(0)
     (root / "img").mkdir(parents=True)

@@ -1,7 +1,7 @@
 """The layers the folders promise are the layers in the imports.
 
-``scenes`` (geometry, cameras, Gaussian scenes, scene files, atomic writes) < ``render`` (how it becomes
-pixels, image files, output folders, the CLI boundary) < ``tasks`` < ``eval`` < ``experiment``. A module
+``infra`` (files, tables, images, output folders, hashing, safe loading, CLI plumbing, pools) < ``scenes``
+(geometry, cameras, Gaussian scenes, scene files) < ``render`` (how it becomes pixels) < ``tasks`` < ``eval`` < ``experiment``. A module
 may import its own layer and the layers below it, never one above — at module level or inside a function
 (a deferred import is still a dependency). The only exceptions are the declared CLI entry modules below:
 a command whose name the user knows (``python -m render.trajectory``) may call the layer that owns its
@@ -14,14 +14,12 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = ["scenes", "render", "tasks", "eval", "experiment"]  # lowest first
+LAYERS = ["infra", "scenes", "render", "tasks", "eval", "experiment"]  # lowest first
 RANK = {name: i for i, name in enumerate(LAYERS)}
 
 # module -> the modules above its layer it may import (and why), each a thin CLI over them
 CLI_ENTRY_MODULES = {
     "render.trajectory": {"tasks.trajectory"},  # the user's command; the application lives in tasks
-    "scenes.export": {"render.cli"},  # the shared CLI boundary (error lines, exit codes, Hydra composition)
-    "scenes.frame": {"render.cli"},
 }
 
 # import cycles inside a layer that are known and not yet removed (see docs/ARCHITECTURE.md, Layers)
@@ -144,3 +142,29 @@ def test_the_test_sees_upward_and_deferred_imports(tmp_path):
     found = _imports("scenes.x", src)
     assert (2, "scenes.files", "from .files import a") in found
     assert (5, "tasks.labels", "from tasks.labels import vpt_label") in found
+
+
+# what the geometry and pixel layers offer the layers above: everything else (files, images, CLI) is infra's
+GEOMETRY_AND_PIXELS = {"scenes", "render"}
+
+
+def test_other_layers_import_scenes_and_render_only_for_geometry_and_pixels():
+    """No package reaches into ``scenes``/``render`` for files, tables, CLI plumbing or pools (issue 33): those
+    live in ``infra``, and neither ``scenes`` nor ``render`` has a module of that kind."""
+    plumbing = {"files", "cli", "pool", "images", "outputs", "safe_load"}
+    for top in GEOMETRY_AND_PIXELS:
+        found = sorted(p.stem for p in (ROOT / top).rglob("*.py") if p.stem in plumbing)
+        assert not found, f"{top}/ has plumbing modules {found}: they belong in infra/"
+    infra_names = set()
+    for path in (ROOT / "infra").glob("*.py"):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_"):
+                infra_names.add(node.name)
+    bad = []
+    for module, path in _modules().items():
+        top = module.split(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module \
+                    and node.module.split(".")[0] in GEOMETRY_AND_PIXELS and node.module.split(".")[0] != top:
+                bad += [f"{module}: from {node.module} import {a.name}" for a in node.names if a.name in infra_names]
+    assert not bad, "imported from scenes/render although infra owns it:\n" + "\n".join(bad)

@@ -274,7 +274,7 @@ def run_cli(module: str, args: list[str], work: Path, monkeypatch) -> str:
 def _threedpc_build(root: Path, n: int = 48) -> None:
     """A small 3D-PC build (metadata.parquet, manifest.json, PNGs): train/val/test and a human subset, every
     label cell filled, strategy rows, the columns the contact sheet captions use."""
-    from render.files import save_png
+    from infra.images import save_png
 
     rng = np.random.default_rng(0)
     (root / "images").mkdir(parents=True)
@@ -531,7 +531,7 @@ def test_mapping_settings_compose_from_the_command_line():
     from eval.cli import COMMANDS, load_commands, register_settings
     from eval.diffusion import DiffusionConfig, DiffusionError
     from eval.vlm import VLMConfig
-    from render.cli import compose
+    from infra.cli import compose
 
     def compose_eval(name: str, overrides: list[str]) -> dict:
         load_commands()

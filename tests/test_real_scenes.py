@@ -69,7 +69,7 @@ def test_real_capture_trajectory_with_props(tmp_path):
     run = json.loads((out / "run.json").read_text())
     can = run["scene_metadata"]["canonical"]
     assert can["up_source"] and len(can["transform"]) == 4 and run["scene_metadata"]["file_sha256"]
-    from render.files import read_image_array
+    from infra.images import read_image_array
 
     img = read_image_array(out / "frame_0000.png").astype(float)
     img = img / 255 if img.max() > 1.5 else img

@@ -72,7 +72,7 @@ def test_eval_imagefolder_root_images_are_reported(tmp_path):
 
 
 def test_fast_png_writer_decodes_through_pil():
-    from render.files import png_bytes
+    from infra.images import png_bytes
     import io
 
     a = np.random.default_rng(0).integers(0, 256, (7, 5, 3), dtype=np.uint8)
@@ -80,9 +80,9 @@ def test_fast_png_writer_decodes_through_pil():
 
 
 def test_audit_thumbnails_use_the_one_loader_rules(tmp_path):
-    """``render.files.read_image_small`` (the shortcut audit's thumbnails): an 8-bit image gives exactly
+    """``infra.images.read_image_small`` (the shortcut audit's thumbnails): an 8-bit image gives exactly
     PIL's reduce + box resize (its plain twin); a 16-bit image is scaled like the one loader, not white."""
-    from render.files import read_image_small
+    from infra.images import read_image_small
 
     rng = np.random.default_rng(0)
     a8 = rng.integers(0, 256, (96, 80, 3), dtype=np.uint8)

@@ -28,7 +28,7 @@ def _running(pid: int) -> bool:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc and ps")
 def test_workers_exit_when_the_parent_is_killed():
-    code = ("import time\nfrom render.pool import run_jobs\n"
+    code = ("import time\nfrom infra.pool import run_jobs\n"
             "print('start', flush=True)\n"
             "for _ in run_jobs(time.sleep, [60, 60, 60], 2):\n    pass\n")
     parent = subprocess.Popen([sys.executable, "-c", code], env=ENV, stdout=subprocess.PIPE, text=True)
@@ -54,7 +54,7 @@ def test_workers_exit_when_the_parent_is_killed():
 
 
 def test_first_failure_stops_the_pool_fast():
-    from render.pool import run_jobs
+    from infra.pool import run_jobs
 
     t0 = time.time()
     with pytest.raises(TypeError):

@@ -258,7 +258,7 @@ def test_shard_csv_lines_equal_pandas(monkeypatch):
 def test_package_version_equals_importlib_metadata(tmp_path, monkeypatch):
     """The version recorded in every output, read from the dist-info without importing importlib.metadata
     (a run's start-up), equals importlib.metadata's, installed or not."""
-    from render.files import package_version, package_version_reference
+    from infra.files import package_version, package_version_reference
 
     assert package_version() == package_version_reference() != ""
     for name, version in (("vantage-9.8.7.dist-info", "9.8.7"), ("Vantage-1.2.3.dist-info", "1.2.3")):

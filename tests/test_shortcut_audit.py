@@ -175,10 +175,10 @@ def test_the_task_defining_cue_is_reported_but_not_gated():
 
 @pytest.mark.parametrize("side,size", [(256, 32), (96, 32), (100, 24), (64, 64)])
 def test_thumbnails_from_memory_equal_the_files_read_back(tmp_path, side, size):
-    """The build thumbnails each frame while it holds it (``render.files.small_uint8``); the audit's features
+    """The build thumbnails each frame while it holds it (``infra.images.small_uint8``); the audit's features
     from those thumbnails are bit for bit the ones it gets by reading the written PNGs (the plain twin), and
     files without a thumbnail are still read."""
-    from render.files import png_bytes, read_image_small, small_uint8
+    from infra.images import png_bytes, read_image_small, small_uint8
 
     rng = np.random.default_rng(side + size)
     files, thumbs = [], {}

@@ -251,7 +251,7 @@ def test_generator_png_deflate_is_checked_used_and_recorded(tmp_path):
 
     from PIL import Image
 
-    from render.files import DEFLATE_MODES, png_bytes
+    from infra.images import DEFLATE_MODES, png_bytes
     from tasks.stimuli.registry import GENERATORS, make_config, register
 
     with pytest.raises(ValueError, match="png_deflate='zip'"):
@@ -277,7 +277,7 @@ def test_generator_png_deflate_is_checked_used_and_recorded(tmp_path):
 _PNG_DETERMINISM_SCRIPT = """
 import hashlib, sys
 import numpy as np
-from render.files import png_bytes
+from infra.images import png_bytes
 order = [int(x) for x in sys.argv[1].split(",")]
 rng = np.random.default_rng(int(sys.argv[2]))
 imgs = []
@@ -302,7 +302,7 @@ def test_png_bytes_are_deterministic_whatever_ran_before(tmp_path):
     a 3D-PC frame different bytes for identical filtered rows; not reproduced on demand.)"""
     from pathlib import Path
 
-    from render.files import DEFLATE
+    from infra.images import DEFLATE
 
     root = Path(__file__).resolve().parents[1]
     assert DEFLATE.startswith("zlib-ng ")
@@ -321,7 +321,7 @@ def test_png_chunks_fast_path_equal_the_plain_chunk():
     import struct
     import zlib
 
-    from render.files import _IEND, _chunk, _idat, _png_head, png_bytes
+    from infra.images import _chunk, _idat, _IEND, _png_head, png_bytes
 
     for data in (b"", b"x", bytes(range(256)) * 9):
         got = _idat(data)

@@ -92,7 +92,7 @@ def save(fig, folder: str | Path, stem: str) -> dict:
     journals refuse Type 3), each atomically; returns ``{"png": path, "pdf": path, "png_bytes": bytes}``."""
     import logging
 
-    from scenes.files import atomic_write_bytes
+    from infra.files import atomic_write_bytes
 
     logging.getLogger("fontTools").setLevel(logging.WARNING)  # its subsetter logs every glyph at INFO (Hydra shows INFO)
     folder = Path(folder)

@@ -21,12 +21,13 @@ import time
 import uuid
 from pathlib import Path
 
+from infra.files import cache_dir
+
 from .providers import Reply, Request
 
 
 def default_cache_dir() -> Path:
-    base = os.environ.get("VANTAGE_CACHE") or str(Path.home() / ".cache" / "vantage")
-    return Path(base) / "vlm"
+    return cache_dir("vlm")
 
 
 def request_key_fields(provider: str, model: str, req: Request, repeat: int = 0) -> dict:

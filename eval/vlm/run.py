@@ -291,7 +291,7 @@ class VLMMethod(Method):
                                            for p, lab in zip(parsed, items["label_name"])]})
         path = Path(self.run.results_dir) / "vlm" / f"{rid}.parquet"
         path.parent.mkdir(parents=True, exist_ok=True)
-        from scenes.files import temp_name
+        from infra.files import temp_name
 
         tmp = temp_name(path)
         pd.DataFrame(rows).to_parquet(tmp, index=False)

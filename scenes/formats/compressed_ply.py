@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..files import atomic_write_bytes
+from infra.files import atomic_write_bytes
 from ..gaussians import GaussianScene, SceneError
 from ..sh import C0
 from .inria import ply_header_text

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
+from infra.safe_load import CheckpointError, load_tensors
+
 from ..gaussians import GaussianScene, SceneError
 from .registry import SceneFormat, register_format
 
@@ -47,9 +49,9 @@ def read_gsplat_checkpoint(path: str | os.PathLike, world_transform: np.ndarray 
     if not os.path.exists(path):
         raise SceneError(f"{path}: no such file")
     try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # noqa: BLE001 - any unpickling failure is a bad file for the user
-        raise SceneError(f"{path}: cannot be read as a torch checkpoint ({type(e).__name__}: {e})") from e
+        ckpt = load_tensors(path, what="gsplat checkpoint")
+    except CheckpointError as e:  # refused pickles, truncated or foreign files
+        raise SceneError(str(e)) from None
     splats = ckpt.get("splats") if isinstance(ckpt, dict) else None
     if not isinstance(splats, dict):
         keys = list(ckpt.keys()) if isinstance(ckpt, dict) else type(ckpt).__name__

@@ -48,7 +48,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..files import atomic_write_bytes, atomic_write_text, temp_name
+from infra.files import atomic_write_bytes, atomic_write_text, temp_name
 from ..gaussians import GaussianScene, SceneError
 from .quantize import (ALPHA_LOGITS, SMALLEST_THREE_SLOTS, byte_table, codebook_1d, codebook_index, morton_order,
                        sigmoid, smallest_three)

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..files import atomic_write_bytes
+from infra.files import atomic_write_bytes
 from ..gaussians import GaussianScene, SceneError
 from ..sh import C0
 from .quantize import ALPHA_LOGITS, byte_table, sigmoid

@@ -48,7 +48,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..files import atomic_write_bytes
+from infra.files import atomic_write_bytes
 from ..gaussians import GaussianScene, SceneError
 from ..sh import sh_basis
 from .quantize import alpha_to_logit, sigmoid, smallest_three

@@ -351,7 +351,7 @@ def _sources(source: str) -> tuple[tuple[str, str], ...]:
 
 @functools.lru_cache(maxsize=64)
 def _load(src: tuple[str, str], size: int) -> np.ndarray:
-    from render.files import UnreadableImage, read_image_array
+    from infra.images import read_image_array, UnreadableImage
 
     from .writer import SkipItem
 

@@ -92,7 +92,7 @@ def catalogue_silhouettes(size: int = 224, views: int = 8) -> tuple[np.ndarray, 
 def folder_images(root: str) -> list[tuple[str, str]]:
     """(path, class) for every file under ``root/<class>/``; unreadable files are skipped at render time.
     Images directly in ``root`` (no class) are an error, not silently ignored."""
-    from render.files import class_folder_images
+    from infra.images import class_folder_images
 
     try:
         out = class_folder_images(root)
@@ -107,7 +107,7 @@ def _load_grey(path: str, size: int | None) -> np.ndarray:
     """Grey [size, size] float in [0, 1] through the one image loader (16/32-bit scaled, not saturated)."""
     from PIL import Image
 
-    from render.files import UnreadableImage, read_image
+    from infra.images import read_image, UnreadableImage
 
     from .writer import SkipItem
 

@@ -682,7 +682,7 @@ def export_release_layout(dataset: str | os.PathLike, out: str | os.PathLike) ->
 
     import pandas as pd
 
-    from scenes.files import atomic_write_bytes
+    from infra.files import atomic_write_bytes
 
     src, out = Path(dataset), Path(out)
     if not (src / "annotations.parquet").is_file():

@@ -13,7 +13,7 @@ name later). It provides
 * ``test_params`` — a small configuration that exercises the random parts (used by that test);
 * ``presets`` — named parameter sets (``preset=paper``), applied before the user's parameters;
 * ``png_deflate`` — how the writer deflates its PNGs: "default", or "rle" for binary line drawings
-  (``render.files.DEFLATE_MODES``; recorded in the manifest).
+  (``infra.images.DEFLATE_MODES``; recorded in the manifest).
 
 :data:`GENERATORS` imports a generator's module when its name is first looked up (:data:`HOMES`), and
 every generator module when the registry is listed.
@@ -137,7 +137,7 @@ def register(name: str, Config: type, description: str, reference: str = "", *,
     otherwise silently replace each other's generator."""
     if home(name) not in (None, items.__module__, items.__module__.rsplit(".", 1)[0]):
         GENERATORS.load(name)  # its own module first: a second registration is caught whichever comes first
-    from render.files import DEFLATE_MODES
+    from infra.images import DEFLATE_MODES
 
     if png_deflate not in DEFLATE_MODES:
         raise ValueError(f"generator {name!r}: png_deflate={png_deflate!r}; one of {', '.join(map(repr, DEFLATE_MODES))}")

@@ -13,7 +13,7 @@ Work is cut into shards of consecutive items; each shard writes its images and t
 A shard is complete when its rows file exists and every image it lists exists with the row's sha256; a
 re-run renders the other shards whole (identically: rendering is deterministic), so a deleted, truncated
 or modified image is repaired, and the shard, not the image, is the unit of atomicity. The folder is
-claimed through ``render.files.output_folder`` (lock, marked ``config.json``, overwrite deletes only what
+claimed through ``infra.outputs.output_folder`` (lock, marked ``config.json``, overwrite deletes only what
 the records list); the tables and manifest are written atomically, the manifest last. Items are a
 deterministic function of (config, seed), and shards are assembled in order, so the output does not
 depend on the number of workers.
@@ -37,8 +37,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from render.files import DEFLATE_MODES, OutputError, mark_owned, output_folder, package_version, png_bytes, write_table
-from scenes.files import atomic_write_bytes
+from infra.files import package_version, write_table
+from infra.images import DEFLATE_MODES, png_bytes
+from infra.outputs import mark_owned, output_folder, OutputError
+from infra.files import atomic_write_bytes
 
 from .registry import GENERATORS, ConfigError, Item, get_generator, make_config
 
@@ -50,7 +52,7 @@ class SkipItem(Exception):
     """Raised by a generator's ``render`` for an input it cannot use (unreadable file, not an image)."""
 
 
-# The PNG encoder lives with the other file writers (render/files.py); re-exported for callers here.
+# The PNG encoder lives with the other file writers (infra/images.py); re-exported for callers here.
 __all__ = ["SkipItem", "png_bytes", "write_dataset", "shard_problems", "parse_job"]
 JOB_MANIFEST = "job.json"
 
@@ -531,7 +533,7 @@ def write_dataset(name: str, out: str | os.PathLike, params: dict | None = None,
                     parts.add(out, index, table)
                 bar.update(len(rows))
         else:
-            from render.pool import run_jobs
+            from infra.pool import run_jobs
 
             ctx = _pool_context(gen.module, warm=lambda: _warm(gen, cfg, jobs[0][4][0]))
             done: dict[int, dict[int, list]] = {}
@@ -600,7 +602,7 @@ def _move_jobs(out: Path, n: int) -> None:
                     (out / f).parent.mkdir(parents=True, exist_ok=True)
                     os.replace(d / f, out / f)
             os.replace(rows, out / ".shards" / rows.name)  # last: the shard's completion mark
-        from render.files import remove_owned
+        from infra.outputs import remove_owned
 
         (d / JOB_MANIFEST).unlink()
         (d / "config.json").unlink(missing_ok=True)
@@ -624,7 +626,7 @@ def shard_problems(out: Path, k: int) -> list[str]:
         return ["not rendered"]  # decided without pandas (~0.5-1 s to import): a fresh run need not wait for it
     import pandas as pd
 
-    from render.files import sha256_file
+    from infra.files import sha256_file
 
     try:
         rows = pd.read_parquet(f, columns=["file_name", "sha256"])

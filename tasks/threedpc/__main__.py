@@ -27,7 +27,7 @@ def _job(kw: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from render.cli import run_hydra
+    from infra.cli import run_hydra
 
     from .config import register_configs
 

@@ -61,7 +61,7 @@ def build_views(out: Path, df) -> None:
     """The ImageFolder views (hard links to the images) for the rows of ``df``: every source is checked
     first, the views are built in a temporary folder and swapped in one by one, so a failure never leaves
     the previous views destroyed or half-built."""
-    from render.files import mark_owned  # the views carry Vantage's mark: overwrite=true deletes them whole
+    from infra.outputs import mark_owned  # the views carry Vantage's mark: overwrite=true deletes them whole
 
     sources = [f for f in df.file_name if f]
     missing = [f for f in sources if not (out / f).is_file()]
@@ -120,7 +120,7 @@ def assemble(cfg: BuildConfig, thumbs: dict | None = None) -> None:
     ``shortcuts.image_features``), so the audit need not decode those files again; same output."""
     import pandas as pd
 
-    from scenes.files import atomic_write_text
+    from infra.files import atomic_write_text
     out = Path(cfg.out)
     tables = []
     rejections: dict[str, dict[str, int]] = {}
@@ -177,8 +177,9 @@ def assemble(cfg: BuildConfig, thumbs: dict | None = None) -> None:
 
 def _write_tables(cfg: BuildConfig, out: Path, df, rejections: dict, captures: dict | None = None) -> dict:
     """The views, metadata tables and manifest of an assembled build; returns the per-task counts."""
-    from render.files import DEFLATE, package_version, write_table
-    from scenes.files import atomic_write_text
+    from infra.files import package_version, write_table
+    from infra.images import DEFLATE
+    from infra.files import atomic_write_text
 
     build_views(out, df)
     write_table(df, out / "metadata")

@@ -165,8 +165,8 @@ def style_for(cfg: BuildConfig, rng: np.random.Generator) -> PropStyle:
 
 
 def _save_png(path: Path, img: np.ndarray) -> None:
-    """A frame of the build (``render.files.save_frame_png``, looked up at each call so benchmarks can time it)."""
-    from render.files import save_frame_png
+    """A frame of the build (``infra.images.save_frame_png``, looked up at each call so benchmarks can time it)."""
+    from infra.images import save_frame_png
 
     save_frame_png(path, img)
 
@@ -235,9 +235,9 @@ def basic_scene_rows(cfg: BuildConfig, scene, split: str, tmp: Path, final: Path
                      thumbs: dict | None = None, spec: str | None = None) -> tuple[list[dict], dict]:
     """The basic-task frames of one scene, written into ``tmp`` (named as in ``final``): (rows, info).
     ``thumbs``: a dict to receive each kept frame's shortcut-audit thumbnail ({file_name: 8-bit array},
-    ``render.files.small_uint8``), made here while the frame is in memory. ``spec``: the scene as ``cfg.scenes``
+    ``infra.images.small_uint8``), made here while the frame is in memory. ``spec``: the scene as ``cfg.scenes``
     names it (a scene file's path; default ``scene.name``), for its settings' splits."""
-    from render.files import small_uint8
+    from infra.images import small_uint8
 
     rng = scene_rng(cfg, scene.name)
     settings, rejected = scene_placements(cfg, scene, rng)
@@ -498,7 +498,7 @@ def scene_problems(final: Path, out: Path, expected: dict[str, str] | None = Non
     image whose content changed since the manifest was written."""
     import pandas as pd
 
-    from render.files import sha256_file
+    from infra.files import sha256_file
 
     if not (final / LABELS_FILE).is_file() or not (final / "_scene.json").is_file():
         return [f"{final.relative_to(out)}: labels file missing (unfinished scene)"] if final.exists() else ["not built"]
@@ -692,13 +692,13 @@ def _temps(out: Path) -> list[Path]:
 def build(cfg: BuildConfig, progress: bool = True) -> Path:
     """Build the dataset described by ``cfg`` (already validated) into ``cfg.out``.
 
-    The output folder is claimed with :func:`render.files.output_folder` (lock, stamp, resume, overwrite
+    The output folder is claimed with :func:`infra.outputs.output_folder` (lock, stamp, resume, overwrite
     of Vantage's files only); a scene is rebuilt unless every file it lists exists with the content the
     previous manifest recorded."""
     from tqdm import tqdm
 
-    from render.files import OutputError, output_folder
-    from render.pool import run_jobs
+    from infra.outputs import output_folder, OutputError
+    from infra.pool import run_jobs
 
     preflight(cfg)
     out = Path(cfg.out)

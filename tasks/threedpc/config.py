@@ -167,7 +167,7 @@ class BuildConfig:
 
 def scene_file_digests(scenes) -> dict[str, str]:
     """sha256 of every scene file among ``scenes`` (catalogue names have none)."""
-    from scenes.capture import sha256_path
+    from infra.files import sha256_path
     from scenes.load import is_file_spec
 
     return {s: sha256_path(s) for s in scenes if is_file_spec(s) and os.path.exists(s)}

@@ -51,7 +51,7 @@ def shard_scenes(cfg: BuildConfig, i: int, n: int) -> list[str]:
 
 
 def _sha256(path: Path) -> str:
-    from render.files import sha256_file
+    from infra.files import sha256_file
 
     return sha256_file(path)
 
@@ -68,8 +68,8 @@ def build_shard(cfg: BuildConfig, i: int, n: int, progress: bool = True) -> Path
     """Build shard ``i`` of ``n`` into :func:`shard_dir` and write its ``shard.json``; returns the folder."""
     from tqdm import tqdm
 
-    from render.files import OutputError, output_folder
-    from render.pool import run_jobs
+    from infra.outputs import output_folder, OutputError
+    from infra.pool import run_jobs
 
     from .build import _init_worker, _job, _temps, build_scene, preflight
 
@@ -102,7 +102,7 @@ def build_shard(cfg: BuildConfig, i: int, n: int, progress: bool = True) -> Path
                         "scenes": {name: str(finals[name].relative_to(sub)) for name in names},
                         "files": {str(p.relative_to(sub)): _sha256(p) for name in names
                                   for p in _scene_files(finals[name])}}
-            from scenes.files import atomic_write_text
+            from infra.files import atomic_write_text
 
             atomic_write_text(sub / SHARD_MANIFEST, json.dumps(manifest, indent=1, sort_keys=True))
     except OutputError as e:

@@ -121,7 +121,7 @@ def contact_sheet(build: Path, task: str, split: str = "test", n: int = 40, seed
     one frame per setting first (:func:`pick_images`)."""
     from PIL import Image, ImageDraw
 
-    from render.files import read_image
+    from infra.images import read_image
 
     build = Path(build)
     md = read_rows(build)
@@ -142,7 +142,7 @@ def contact_sheet(build: Path, task: str, split: str = "test", n: int = 40, seed
 
 
 def main(argv: list[str] | None = None) -> None:
-    from render.files import save_png
+    from infra.images import save_png
 
     ap = argparse.ArgumentParser(prog="python -m tasks.threedpc.sheet", description=__doc__.split("\n\n")[0])
     ap.add_argument("build", type=Path, help="a 3D-PC build folder (with metadata.parquet)")
@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None
     if a.blind:
-        from scenes.files import atomic_write_text
+        from infra.files import atomic_write_text
 
         img, key = img
         atomic_write_text(key_path(a.out), key.to_csv(index=False))

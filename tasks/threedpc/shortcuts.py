@@ -256,8 +256,8 @@ def shortcut_cues(df):
 
 # ---------------------------------------------------------------------- images
 def load_small(path, size: int) -> np.ndarray:
-    """An image as a (size, size, 3) float32 array in [0, 1] (``render.files.read_image_small``)."""
-    from render.files import read_image_small
+    """An image as a (size, size, 3) float32 array in [0, 1] (``infra.images.read_image_small``)."""
+    from infra.images import read_image_small
 
     return read_image_small(path, size)
 
@@ -265,7 +265,7 @@ def load_small(path, size: int) -> np.ndarray:
 def image_features(root, files, size: int = 32, threads: int = 4, thumbs: dict | None = None) -> np.ndarray:
     """Downsampled images (n, size*size*3) float32 in [0, 1] for ``files`` relative to ``root`` (PNG decoding
     releases the GIL, so a small thread pool reads them in parallel). ``thumbs``: {file: 8-bit (size, size, 3)
-    thumbnail} made by the writer from the frame in memory (``render.files.small_uint8``, bit for bit what
+    thumbnail} made by the writer from the frame in memory (``infra.images.small_uint8``, bit for bit what
     reading the file gives, tested); the files it lacks are read."""
     from concurrent.futures import ThreadPoolExecutor
 
@@ -656,7 +656,7 @@ def run_build_audit(df, out, cfg: AuditConfig, thumbs: dict | None = None):
     """Audit an assembled build (``df`` = its metadata, images under ``out``; ``thumbs``: see
     :func:`image_features`), write ``shortcut_audit.csv|parquet`` and return (table, markdown section). Does
     not raise on failed gates: call :func:`enforce` after everything else is written."""
-    from render.files import write_table
+    from infra.files import write_table
 
     if not cfg.enabled:
         return None, audit_markdown(None, cfg)
@@ -690,7 +690,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg = AuditConfig()
     meta = pd.read_parquet(meta_path)
     table = shortcut_audit(meta, None if args.no_images else args.build, cfg)
-    from render.files import write_table
+    from infra.files import write_table
 
     write_table(table, Path(args.build) / AUDIT_FILE)
     print(audit_markdown(table, cfg))

@@ -637,8 +637,8 @@ def condition_declared(name: str, condition: str) -> bool:
 
 def read_png(path) -> np.ndarray:
     """A generated image as uint8 [H, W, 3] (tests measure properties from the PNGs themselves), read by
-    Vantage's one loader (``render.files.read_image_array``)."""
-    from render.files import read_image_array
+    Vantage's one loader (``infra.images.read_image_array``)."""
+    from infra.images import read_image_array
 
     return read_image_array(path, "RGB")
 
@@ -656,7 +656,7 @@ def source_images(folder: str, conditions: Sequence[str], field_name: str = "sou
     conditions case-insensitively; files are matched across conditions by name (the stem becomes the
     ``set_id``). An unreadable or empty folder, or a subfolder that is no condition, is a ConfigError naming
     the field, the value and what is expected (raised in ``items``, before anything is written)."""
-    from render.files import class_folder_images
+    from infra.images import class_folder_images
 
     try:
         files = class_folder_images(folder)
@@ -687,7 +687,7 @@ def place_image(path: str, canvas_size: int, longest_side: float, bg) -> np.ndar
     handling); raises the writer's ``SkipItem`` for a file that is not a readable image."""
     from PIL import Image
 
-    from render.files import UnreadableImage, read_image
+    from infra.images import read_image, UnreadableImage
 
     from ..writer import SkipItem
 
