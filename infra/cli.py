@@ -178,3 +178,15 @@ def plain_config(cfg, help_command: str) -> dict:
         return OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
     except MissingMandatoryValue as e:
         fail(f"missing required setting {e.full_key}= (see {help_command})")
+
+
+def parse_part(spec, error: type[Exception] = ValueError, done: str = "parts are done") -> tuple[int | None, int]:
+    """A ``shard=`` value of a command split over jobs: ``"i/n"`` → (i, n) with 0 ≤ i < n; ``"merge/n"`` →
+    (None, n). Anything else raises ``error`` naming the value and the two accepted forms (``done`` ends the
+    sentence about when to merge)."""
+    import re
+
+    m = re.fullmatch(r"\s*(\d+|merge)\s*/\s*(\d+)\s*", str(spec))
+    if not m or int(m.group(2)) < 1 or (m.group(1) != "merge" and int(m.group(1)) >= int(m.group(2))):
+        raise error(f"shard={spec!r}: must be i/n with 0 <= i < n (e.g. shard=0/4), or merge/n once all n {done}")
+    return (None if m.group(1) == "merge" else int(m.group(1))), int(m.group(2))

@@ -25,6 +25,12 @@ import numpy as np
 from .files import atomic_write_bytes
 
 
+def to_uint8(a) -> np.ndarray:
+    """Float intensities → 8-bit: clamp to [0, 1], then ⌊255·v + 0.5⌋ — the one rounding rule of every image
+    Vantage writes (rendered frames, 2D stimuli, sheets, thumbnails)."""
+    return (np.clip(a, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
+
+
 # ------------------------------------------------------------------------------------------------ PNG out
 def _chunk(tag: bytes, data: bytes) -> bytes:
     return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF)
@@ -187,7 +193,7 @@ def read_image_array(path: str | os.PathLike, mode: str = "RGB") -> np.ndarray:
         a = np.repeat(a[:, :, None], 3, axis=2)
     elif mode == "L" and a.ndim == 3:
         a = a @ np.array([0.299, 0.587, 0.114])
-    return (np.clip(a, 0, 1) * 255.0 + 0.5).astype(np.uint8)
+    return to_uint8(a)
 
 
 def read_image_small(path: str | os.PathLike, size: int) -> np.ndarray:

@@ -28,6 +28,8 @@ import math
 
 import numpy as np
 
+from infra.images import to_uint8
+
 
 class DrawingError(ValueError):
     pass
@@ -277,7 +279,7 @@ def contact_sheet(size: int = 128, stroke_px: float = 1.5, instances: int | None
             b = buffers(m.mesh, View(*m.view, longest_side=size * 0.9, canvas=(size, size)))
             tiles += [1 - line_drawing(b, stroke_px), 1 - silhouette(b), np.ones((size, 8), np.float32)]
         rows.append(np.concatenate(tiles, 1))
-    return (np.clip(np.concatenate(rows, 0), 0, 1) * 255 + 0.5).astype(np.uint8)
+    return to_uint8(np.concatenate(rows, 0))
 
 
 def main(argv=None) -> int:

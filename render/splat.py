@@ -19,6 +19,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from infra.images import to_uint8
 from scenes.camera import Camera
 from scenes.gaussians import GaussianScene
 
@@ -47,10 +48,6 @@ class RenderOutput:
     def image_uint8(self) -> np.ndarray:
         return to_uint8(self.rgb)
 
-
-def to_uint8(rgb: np.ndarray) -> np.ndarray:
-    """Float colour → 8-bit: clamp to [0, 1], then ⌊255·c + 0.5⌋ (the convention for every written image)."""
-    return (np.clip(rgb, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
 
 
 def _background_map(background, camera: Camera) -> np.ndarray:

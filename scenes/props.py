@@ -22,6 +22,8 @@ import math
 import numpy as np
 import trimesh
 
+from .surface import LIGHT_DIR
+
 GREEN = (0.1, 0.75, 0.15)
 RED = (0.85, 0.08, 0.06)
 LENS_COLOR = (0.08, 0.08, 0.09)       # the camera's lens barrel
@@ -30,7 +32,6 @@ LENS_RING_COLOR = (0.82, 0.82, 0.8)   # and the ring at its front
 # (was 0.4): raters misread the facing of cameras turned away from the viewer, whose short barrel is
 # foreshortened to a stub
 LENS_LENGTH = 0.6
-LIGHT_DIR = (0.45, -0.35, 0.82)
 AMBIENT = 0.45
 ARROW_SCALE = 1.6
 

@@ -83,6 +83,11 @@ def tangent_frames(normals: np.ndarray) -> np.ndarray:
     return np.stack([t1, t2, n], axis=2)
 
 
+#: The one sun of every Vantage scene (catalogue scenes, props, added grounds), unit-less direction towards the
+#: light in the canonical frame (+z up); normalised where used.
+LIGHT_DIR = (0.45, -0.35, 0.82)
+
+
 def parts_to_gaussians(parts: list[Part], rng: np.random.Generator, light_dir=(0.4, -0.3, 0.87),
                        ambient: float = 0.45, shadow_fn=None, sigma_factor: float = 0.9,
                        thickness: float = 0.05, opacity: float = 0.99, source: str = "<procedural>") -> GaussianScene:

@@ -16,7 +16,7 @@ import numpy as np
 import trimesh
 
 from ..gaussians import SceneError
-from ..surface import Part, parts_to_gaussians
+from ..surface import LIGHT_DIR, Part, parts_to_gaussians
 from ..scene import Scene
 from ..trajectory import OrbitTrajectory
 from .objects import OBJECTS
@@ -25,7 +25,6 @@ CATEGORIES = ("bench", "car", "chair", "couch", "hydrant", "laptop", "motorcycle
 INSTANCES = (1, 2, 3, 4)
 GROUND_RADIUS = 6.5
 BACKDROP_HEIGHT = 5.0
-LIGHT_DIR = (0.45, -0.35, 0.82)
 SKY = (0.72, 0.8, 0.9)
 
 _NAME = re.compile(r"^([a-z]+)_(\d{2})$")

@@ -31,6 +31,8 @@ import os
 
 import numpy as np
 
+from infra.images import to_uint8
+
 from .registry import Item, field, register
 
 GREY_MEAN = 0.4423
@@ -336,7 +338,7 @@ def _square(img: np.ndarray, size: int) -> np.ndarray:
     s = min(h, w)
     a = a[(h - s) // 2:(h - s) // 2 + s, (w - s) // 2:(w - s) // 2 + s]
     if a.dtype != np.uint8:
-        a = (np.clip(a, 0, 1) * 255 + 0.5).astype(np.uint8)
+        a = to_uint8(a)
     return np.asarray(Image.fromarray(a).resize((size, size), Image.Resampling.LANCZOS), np.float64) / 255.0
 
 
@@ -425,7 +427,7 @@ def render(cfg: DistortionConfig, item: Item):
         out = eidolon(_load(item.params["_src"], cfg.eidolon_size), level, rng, cfg.mode)
     else:
         out = globals()[dist](img, level, rng)
-    return (np.clip(out, 0, 1) * 255 + 0.5).astype(np.uint8), {"level": str(level)}
+    return to_uint8(out), {"level": str(level)}
 
 
 register("image_distortions", DistortionConfig, "Geirhos et al. (2018) image distortions at the human conditions",

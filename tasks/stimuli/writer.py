@@ -41,6 +41,7 @@ from infra.files import package_version, write_table
 from infra.images import DEFLATE_MODES, png_bytes
 from infra.outputs import mark_owned, output_folder, OutputError
 from infra.files import atomic_write_bytes
+from infra.cli import parse_part
 
 from .registry import GENERATORS, ConfigError, Item, get_generator, make_config
 
@@ -455,13 +456,7 @@ class _Progress:
 
 def parse_job(spec) -> tuple[int | None, int]:
     """``"i/n"`` → (i, n) with 0 ≤ i < n; ``"merge/n"`` → (None, n). Raises ConfigError otherwise."""
-    import re
-
-    m = re.fullmatch(r"\s*(\d+|merge)\s*/\s*(\d+)\s*", str(spec))
-    if not m or int(m.group(2)) < 1 or (m.group(1) != "merge" and int(m.group(1)) >= int(m.group(2))):
-        raise ConfigError(f"shard={spec!r}: must be i/n with 0 <= i < n (e.g. shard=0/4), or merge/n once all n "
-                          "jobs are done")
-    return (None if m.group(1) == "merge" else int(m.group(1))), int(m.group(2))
+    return parse_part(spec, ConfigError, "jobs are done")
 
 
 def job_dir(out: Path, i: int, n: int) -> Path:

@@ -22,9 +22,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 import shutil
 from pathlib import Path
+
+from infra.cli import parse_part
 
 from .config import BuildConfig, ConfigError
 
@@ -34,11 +35,7 @@ SHARD_KIND = "tasks.threedpc.shard"
 
 def parse_shard(spec) -> tuple[int | None, int]:
     """``"i/n"`` → (i, n) with 0 ≤ i < n; ``"merge/n"`` → (None, n). Raises ConfigError otherwise."""
-    m = re.fullmatch(r"\s*(\d+|merge)\s*/\s*(\d+)\s*", str(spec))
-    if not m or int(m.group(2)) < 1 or (m.group(1) != "merge" and int(m.group(1)) >= int(m.group(2))):
-        raise ConfigError(f"shard={spec!r}: must be i/n with 0 <= i < n (e.g. shard=0/4), or merge/n once all n "
-                          "shards are built")
-    return (None if m.group(1) == "merge" else int(m.group(1))), int(m.group(2))
+    return parse_part(spec, ConfigError, "shards are built")
 
 
 def shard_dir(out: str | os.PathLike, i: int, n: int) -> Path:
