@@ -159,6 +159,9 @@ def test_benchmarks_open_with_the_current_figures_table_with_a_row_per_script():
     assert scripts
     missing = [s for s in scripts if f"benchmarks/{s}.py" not in table and f"benchmarks.{s}" not in table]
     assert not missing, f"docs/benchmarks.md's current-figures table has no row for: {missing}"
+    named = set(re.findall(r"benchmarks[/.](\w+)", table))
+    gone = sorted(named - set(scripts))
+    assert not gone, f"docs/benchmarks.md's current-figures table names scripts that do not exist: {gone}"
     assert len(text.split()) <= MAX_WORDS, f"docs/benchmarks.md has {len(text.split())} words (target {MAX_WORDS})"
 
 
