@@ -1,7 +1,7 @@
 """Plain PyTorch reference of the gsplat 1.5.3 "classic" forward pass (float64, readable, slow).
 
 This file is the specification the fast ``cpu`` kernel (``render/_cpu.py``) is tested against. It
-follows the rules written in docs/ARCHITECTURE.md ("Splat rendering rules") step by step, with no
+follows the rules written in docs/render.md ("Splat rendering rules") step by step, with no
 tricks beyond vectorising each step over Gaussians and over the pixels of one 16×16 tile.
 """
 from __future__ import annotations

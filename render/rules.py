@@ -1,7 +1,7 @@
 """The rasterisation rules every splat backend shares, stated once (gsplat 1.5.3 "classic" mode).
 
 The fast CPU kernel (``render/_cpu.py``), its readable float64 twin (``render/_torch_impl.py``) and the
-gsplat adapter (``render/_gsplat.py``) import these; the step-by-step rules are in docs/ARCHITECTURE.md
+gsplat adapter (``render/_gsplat.py``) import these; the step-by-step rules are in docs/render.md
 ("Splat rendering rules"). The real-SH basis constants are geometry, not kernel policy: they live in
 :mod:`scenes.sh` (``C0 … C3``), which the CPU kernel and the torch twin import (gsplat evaluates the same
 basis itself; its adapter passes ``sh_degree``).

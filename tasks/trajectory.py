@@ -11,7 +11,7 @@ Output folder::
                             OpenCV world-to-camera) — enough for any tool to re-render a frame
     run.json                the resolved configuration, scene metadata and package version
     labels.csv / .parquet   with props: one row per frame, labels and the numbers behind them
-                            (schema in docs/ARCHITECTURE.md)
+                            (schema in docs/threedpc.md, "Labels table")
 
 Every file is written under a temporary name and renamed, so an interrupted run never leaves a
 half-written frame; re-running the same configuration renders only the missing frames.

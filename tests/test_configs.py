@@ -1,7 +1,7 @@
 """Each default has one source: the Python signature or dataclass. The dataclasses are registered as Hydra
 structured configs (no YAML copy); the YAML files that remain mirror function signatures for the command
 line. These tests fail the moment a composed default, a YAML default or a prop colour drifts from its source
-(see docs/ARCHITECTURE.md, "Configuration")."""
+(see docs/configuration.md)."""
 from __future__ import annotations
 
 import dataclasses
