@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from infra.registry import Registry, where
+
 if TYPE_CHECKING:  # imported where used: importing it costs ~0.5-1 s, and naming categories needs none
     import trimesh
 
@@ -103,15 +105,13 @@ class ObjectModel:
         return f"{self.category}_{self.instance:02d}"
 
 
-CATEGORIES: dict[str, Category] = {}
+CATEGORIES: Registry[Category] = Registry("object category", key="category", origin=lambda c: where(c.builder))
 
 
 def category(name: str, view: tuple[float, float], description: str):
     """Register ``builder(params) -> [(part name, mesh), ...]`` as category ``name`` (in a builder module)."""
     def deco(fn):
-        if name in CATEGORIES:
-            raise ValueError(f"object category {name!r} registered twice")
-        CATEGORIES[name] = Category(name, fn, (float(view[0]), float(view[1])), description)
+        CATEGORIES.register(name, Category(name, fn, (float(view[0]), float(view[1])), description))
         return fn
 
     return deco
