@@ -157,6 +157,8 @@ def validate_section(obj, name: str, hint: str = "") -> None:
 
 def _in_section(e: ConfigError, cls, name: str, hint: str) -> ConfigError:
     msg = str(e)
+    if msg.startswith(name + "."):  # named in full already (a dataclass that validates itself)
+        return ConfigError(msg + hint)
     first = msg.split("=", 1)[0]
     known = [f.name for f in dataclasses.fields(cls)]
     return ConfigError((f"{name}.{msg}" if first in known else f"{name}: {msg}") + hint)

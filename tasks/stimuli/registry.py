@@ -28,7 +28,7 @@ import dataclasses
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from infra.registry import Registry
+from infra.registry import Registry, suggest
 
 from ..schema import ConfigError, field, validate_config  # noqa: F401  (re-exported: the generators' one schema)
 
@@ -134,7 +134,8 @@ def make_config(gen: Generator, params: dict[str, Any]):
     known = {f.name: f for f in dataclasses.fields(gen.Config)}
     unknown = sorted(set(params) - set(known))
     if unknown:
-        raise ConfigError(f"dataset {gen.name!r}: unknown parameter(s) {unknown}; known: {', '.join(known)}")
+        raise ConfigError(f"dataset {gen.name!r}: unknown parameter(s) {unknown}; {suggest(unknown[0], list(known))}"
+                          f"known: {', '.join(known)} (python -m tasks.generate dataset={gen.name} --help)")
     coerced = {}
     for k, v in params.items():
         default = known[k].default if known[k].default is not dataclasses.MISSING else known[k].default_factory()
