@@ -403,13 +403,12 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError as e:
         _fail(str(e))
     if not any(a.startswith("-") for a in rest):  # a mistyped key is an error: line, not Hydra's exit 1
-        from infra.cli import check_overrides, suggest_keys
+        from infra.cli import check_overrides
 
         try:
             check_overrides(f"eval_{name}", rest)
         except ValueError as e:
-            hint = suggest_keys(f"eval_{name}", rest)
-            _fail(f"{hint.rstrip() + ' ' if hint else ''}{e}")
+            _fail(str(e))
     from infra.cli import added_keys
 
     extra = added_keys(f"eval_{name}", [a for a in rest if not a.startswith("-")])

@@ -93,7 +93,7 @@ def compose(config_name: str, overrides: list[str]) -> dict:
     return d
 
 
-def check_overrides(config_name: str, overrides: list[str]) -> None:
+def check_overrides(config_name: str, overrides: list[str], config_module: str = "configs") -> None:
     """Raise ``ValueError`` (one line, naming the argument) if ``overrides`` do not compose with
     ``configs/<config_name>.yaml``; values are not resolved (mandatory ``???`` fields may stay unset)."""
     from hydra import compose as hydra_compose
@@ -102,10 +102,13 @@ def check_overrides(config_name: str, overrides: list[str]) -> None:
 
     GlobalHydra.instance().clear()
     try:
-        with initialize_config_module(config_module="configs", version_base=None):
+        with initialize_config_module(config_module=config_module, version_base=None):
             hydra_compose(config_name=config_name, overrides=list(overrides))
     except Exception as e:  # noqa: BLE001 - Hydra/OmegaConf parse and composition errors
-        raise ValueError(f"{_composition_error(e)} (arguments: {' '.join(overrides) or 'none'})") from None
+        GlobalHydra.instance().clear()
+        hint = suggest_keys(config_name, list(overrides), config_module)
+        raise ValueError(f"{hint.rstrip() + ' ' if hint else ''}{_composition_error(e)} "
+                         f"(arguments: {' '.join(overrides) or 'none'})") from None
     finally:
         GlobalHydra.instance().clear()
 
@@ -263,6 +266,7 @@ def _value_text(v) -> str:
 
 def format_help(usage: str, rows: list[tuple[str, str, str]], more: str = "") -> str:
     """``usage`` then one line per option: ``key=default  help (allowed)``."""
+    rows = [(k, d if len(d) <= 60 else d[:56] + " ...", h) for k, d, h in rows]
     width = min(34, max((len(k) + len(d) + 1 for k, d, _ in rows), default=0))
     lines = [usage.rstrip(), "", "options (key=value; default shown):"]
     for k, d, h in rows:

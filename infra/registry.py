@@ -138,7 +138,8 @@ class Registry(Mapping[str, T], Generic[T]):
         module = self._home(name) if self._home else None
         if module is not None:
             importlib.import_module(module)
-        if name not in self._items:
+        if name not in self._items:  # a miss looks again (a module added since the last listing), then errs
+            self._discovered = False
             self.load_all()
 
     # -------------------------------------------------------------------------------------------- reading

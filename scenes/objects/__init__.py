@@ -105,7 +105,9 @@ class ObjectModel:
         return f"{self.category}_{self.instance:02d}"
 
 
-CATEGORIES: Registry[Category] = Registry("object category", key="category", origin=lambda c: where(c.builder))
+# filled by the builder modules of this package (discovered: a new category module needs no import line here)
+CATEGORIES: Registry[Category] = Registry("object category", key="category", origin=lambda c: where(c.builder),
+                                          discover=("scenes.objects",))
 
 
 def category(name: str, view: tuple[float, float], description: str):
@@ -192,4 +194,4 @@ def _build(category: str, instance: int, seed: int) -> ObjectModel:
 
 
 def _load() -> None:
-    from . import animals, furniture, household, vehicles  # noqa: F401  (register the categories)
+    CATEGORIES.load_all()  # imports every module of this package (the builders register their categories)
