@@ -163,14 +163,14 @@ BOOL_SETTINGS = ("pretrained", "fast", "progress")
 def _container(cfg) -> dict:
     from infra.cli import plain_config
 
-    c = plain_config(cfg, "python -m eval --help")
+    name = _running_command()
+    c = plain_config(cfg, f"python -m eval {name or '<command>'} --help")
     for key in BOOL_SETTINGS:
         if key in c and not isinstance(c[key], bool):
             _fail(f"{key}={c[key]!r} is not allowed (true or false)")
     out = c.get("out")
     if isinstance(out, str) and os.path.exists(out) and not os.path.isdir(out):  # every command's results folder
         _fail(f"out={out}: exists and is not a folder; choose another out= (a results folder)")
-    name = _running_command()
     if name and name in c:  # every method's declared ranges, whether or not its job checks them itself
         from .runner import METHODS
 
