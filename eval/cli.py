@@ -4,8 +4,8 @@ Commands: ``probe``, ``finetune``, ``stats`` (Hydra, ``--multirun`` sweeps throu
 ``hydra/launcher=joblib`` on one machine, ``hydra/launcher=submitit_slurm`` or the example
 ``hydra/launcher=vantage_slurm`` on a cluster) and ``zoo`` (lists zoo configs). ``zoo=<name>`` with
 ``--multirun`` and no ``model=`` sweeps every model of that list. Commands are registered with
-:func:`command` (the registry :data:`COMMANDS`, which imports :data:`COMMAND_MODULES` and the modules of the
-``eval.methods`` package when listed). A new evaluation method is ONE module in ``eval/methods/``:
+:func:`command` (the registry :data:`COMMANDS`, which imports :data:`COMMAND_MODULES` when listed; :func:`load_commands`
+adds the modules of the ``eval.methods`` package). A new evaluation method is ONE module in ``eval/methods/``:
 ``@register_method("<name>", cli="<usage>", uses_model=...)`` on its class gives it the generic command
 :func:`method_job` (task + validated settings + model if it uses one → ``run_method``) under a config made
 here when there is no ``configs/eval_<name>.yaml`` (:func:`method_config_node`). Every command's settings
@@ -49,7 +49,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "eval.cli_zeroshot",
 )
 COMMANDS: Registry[Command] = Registry("eval command", key="command", origin=lambda c: where(c.run),
-                                       discover=COMMAND_MODULES + ("eval.methods",))
+                                       discover=COMMAND_MODULES)
 
 
 def command(name: str, usage: str, hydra: bool = True, settings: str = "", required: tuple[str, ...] = ()):
@@ -358,10 +358,19 @@ def expand_zoo(argv: list[str]) -> list[str]:
 def load_commands() -> Registry[Command]:
     """Every registered command: the built-in ones here, those of :data:`COMMAND_MODULES`, and the generic
     command of every method registered with ``cli=`` (``eval.methods`` and its discovered modules)."""
-    from .runner import METHODS
+    import importlib
+
+    from infra.registry import package_modules
 
     COMMANDS.load_all()
-    for name in METHODS:
+    found = package_modules(("eval.methods",))  # eval/methods/*.py; not the built-in methods (pandas, torch: slow)
+    if not found:
+        return COMMANDS
+    for module in found:
+        importlib.import_module(module)
+    from .runner import METHODS
+
+    for name in METHODS.loaded():
         cls = METHODS[name]
         if cls.cli_usage and name not in COMMANDS:
             COMMANDS.register(name, Command(name, cls.cli_usage, method_job,

@@ -54,6 +54,30 @@ def where(obj: Any) -> str:
     return f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', repr(target))}"
 
 
+def package_modules(packages: Sequence[str], skip: Sequence[str] = ()) -> list[str]:
+    """The modules inside ``packages`` (recursively; not names starting with ``_`` nor ending in one of
+    ``skip``), sorted. A package not imported yet is found without importing it (its ``__init__`` may be
+    costly: ``python -m eval --help`` lists commands without importing the evaluation methods); an imported
+    one is walked along its ``__path__`` (which a test may extend)."""
+    import importlib.util
+    import sys
+
+    names: list[str] = []
+    for pkg_name in packages:
+        pkg = sys.modules.get(pkg_name)
+        if pkg is not None:
+            paths = list(getattr(pkg, "__path__", []))
+        else:
+            spec = importlib.util.find_spec(pkg_name)
+            paths = list(spec.submodule_search_locations or []) if spec else []
+        for m in pkgutil.walk_packages(paths, prefix=pkg_name + "."):
+            parts = m.name[len(pkg_name) + 1:].split(".")
+            if any(p.startswith("_") for p in parts) or any(m.name.endswith("." + s) for s in skip):
+                continue
+            names.append(m.name)
+    return sorted(names)
+
+
 class Registry(Mapping[str, T], Generic[T]):
     """Named extensions of one kind (``kind`` names it in messages, e.g. ``"evaluation method"``).
 
@@ -109,24 +133,21 @@ class Registry(Mapping[str, T], Generic[T]):
 
     # ------------------------------------------------------------------------------------------- discovery
     def discover_modules(self) -> list[str]:
-        """The modules of the ``discover`` packages, in sorted order (packages are imported to be walked)."""
-        names: list[str] = []
-        for pkg_name in self.discover:
-            pkg = importlib.import_module(pkg_name)
-            for m in pkgutil.walk_packages(getattr(pkg, "__path__", []), prefix=pkg_name + "."):
-                parts = m.name[len(pkg_name) + 1:].split(".")
-                if any(p.startswith("_") for p in parts) or any(m.name.endswith("." + s) or m.name == s for s in self.skip):
-                    continue
-                names.append(m.name)
-        return sorted(names)
+        """The modules of the ``discover`` packages (:func:`package_modules`)."""
+        return package_modules(self.discover, self.skip)
 
     def load_all(self) -> None:
-        """Import every discoverable module once (their imports register their extensions)."""
+        """Import the ``discover`` roots and every module in them, once (their imports register their
+        extensions)."""
         if self._discovered:
             return
-        for m in self.discover_modules():
+        for m in [*self.discover, *self.discover_modules()]:
             importlib.import_module(m)
         self._discovered = True
+
+    def loaded(self) -> list[str]:
+        """The names registered so far, without discovery (no import)."""
+        return list(self._items)
 
     def refresh(self) -> None:
         """Forget that discovery ran, so the next listing finds modules added since (e.g. by a test)."""

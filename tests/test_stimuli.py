@@ -177,7 +177,7 @@ def test_bad_parameters_list_allowed_values(tmp_path):
         write_dataset("degraded_polygons", tmp_path / "x", {"classes": ["dodecagon"]}, progress=False)
     with pytest.raises(ConfigError, match=r"levels=1.5 is out of range \[0.0, 1.0\]"):
         write_dataset("degraded_polygons", tmp_path / "x", {"levels": [1.5]}, progress=False)
-    with pytest.raises(ConfigError, match="unknown parameter\\(s\\) \\['level'\\]; known: classes"):
+    with pytest.raises(ConfigError, match="unknown parameter\\(s\\) \\['level'\\]; did you mean 'levels'\\? known: classes"):
         write_dataset("degraded_polygons", tmp_path / "x", {"level": 0.2}, progress=False)
     with pytest.raises(ConfigError, match="unknown dataset 'mnist'"):
         write_dataset("mnist", tmp_path / "x", {}, progress=False)
