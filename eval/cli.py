@@ -48,7 +48,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "eval.cli_methods",  # ood, decoder, similarity (issue 15)
     "eval.cli_zeroshot",
 )
-COMMANDS: Registry[Command] = Registry("eval command", key="command", origin=lambda c: where(c.run),
+COMMANDS: Registry[Command] = Registry("command", origin=lambda c: where(c.run),
                                        discover=COMMAND_MODULES)
 
 

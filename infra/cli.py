@@ -326,7 +326,7 @@ def parse_overrides(argv: list[str], positional: tuple[str, ...] = (), flags: tu
         try:
             ov = parser.parse_overrides([p])[0]
         except Exception as e:  # noqa: BLE001 - Hydra's grammar errors
-            raise ValueError(f"cannot parse argument {p!r}: {_one_line(e).split('. ')[0]}") from None
+            raise ValueError(f"cannot parse arguments: {p!r}: {_one_line(e).split(' See https')[0]}") from None
         if ov.is_sweep_override():
             raise ValueError(f"{p!r}: a sweep (a,b) is not allowed here; give one value")
         key = ov.key_or_group.lstrip("+~")
@@ -378,7 +378,7 @@ def build_options(cls, values: dict, help_command: str):
         kw[name] = v
     missing = [n for n, f in fields.items() if kw.get(n, f.default) == REQUIRED]
     if missing:
-        raise ConfigError(f"missing required setting {missing[0]}= (see {help_command})")
+        raise ConfigError(f"missing {missing[0]}= (a required setting; see {help_command})")
     try:
         opts = cls(**kw)
     except TypeError as e:
@@ -457,7 +457,7 @@ def config_rows(config_name: str, config_module: str = "configs", sections: dict
                 overrides: list[str] = ()) -> list[tuple[str, str, str]]:
     """(key, default, help) of every setting of ``<config_module>/<config_name>``, composed with ``overrides``
     (``hydra`` settings left out); the keys under a section in ``sections`` (name -> dataclass) take the
-    dataclass's help and allowed values."""
+    dataclass's help and allowed values (name ``""``: the dataclass of the top-level settings)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_module
     from hydra.core.global_hydra import GlobalHydra
@@ -473,6 +473,8 @@ def config_rows(config_name: str, config_module: str = "configs", sections: dict
     d.pop("hydra", None)
     comments = _yaml_comments(config_name, config_module)
     sections = dict(sections or {})
+    if "" in sections:  # the dataclass of the top-level settings: its help where the YAML has no comment
+        comments = {**{r[0]: r[2] for r in option_rows(sections.pop(""))}, **comments}
     rows: list[tuple[str, str, str]] = []
 
     def walk(node, prefix: str) -> None:
