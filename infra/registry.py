@@ -44,8 +44,8 @@ class DuplicateName(ValueError):
 
 def suggest(name: str, known: Sequence[str]) -> str:
     """``"did you mean 'x'? "`` for the closest of ``known`` (difflib, cutoff 0.6), else ``""``."""
-    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=3, cutoff=0.6)
-    return f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=1, cutoff=0.6)
+    return f"did you mean {close[0]!r}? " if close else ""
 
 
 def where(obj: Any) -> str:

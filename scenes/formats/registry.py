@@ -80,9 +80,7 @@ def get_format(name: str) -> SceneFormat:
     """The format called ``name``; an unknown name lists the known ones and suggests the closest."""
     if name in _FORMATS:
         return _FORMATS[name]
-    close = difflib.get_close_matches(str(name), list(_FORMATS), n=1)
-    hint = f"did you mean {close[0]!r}? " if close else ""
-    raise SceneError(f"unknown scene format {name!r}; {hint}known formats: {_listing()}")
+    raise SceneError(f"unknown scene format {name!r}; {suggest(name, list(_FORMATS))}known formats: {_listing()}")
 
 
 def scene_suffixes() -> tuple[str, ...]:
