@@ -423,7 +423,7 @@ def main(argv: list[str] | None = None) -> None:
     extra = added_keys(f"eval_{name}", [a for a in rest if not a.startswith("-")])
     if extra:  # the jobs read only the settings they know: a '+key' they do not would be ignored silently
         _fail(f"unknown setting(s) {' '.join(extra)}: python -m eval {name} has no such setting "
-              f"(see python -m eval {name} --cfg job)")
+              f"(see python -m eval {name} --help)")
     sys.argv = [f"python -m eval {name}"] + rest
     try:
         hydra.main(version_base=None, config_path="pkg://configs", config_name=f"eval_{name}")(cmd.run)()
