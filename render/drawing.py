@@ -285,19 +285,20 @@ def contact_sheet(size: int = 128, stroke_px: float = 1.5, instances: int | None
 
 @dataclasses.dataclass(frozen=True)
 class SheetOptions:
-    sheet: str = field("???", "output PNG path")
+    out: str | None = field(None, "the PNG to write")
+    sheet: str | None = field(None, "older name of out= (the docs' --sheet x.png)")
     size: int = field(128, "tile size in pixels", range=(32, 512))
     group: str | None = field(None, "only this group of categories (scenes.objects.GROUPS; default: all)")
     new: bool = field(False, "only the categories outside the 16-class ImageNet set")
 
 
 def main(argv=None) -> int:
-    """``python -m render.drawing sheet=docs/img/objects_sheet.png [group=imagenet16 | new=true]``: the
+    """``python -m render.drawing out=docs/img/objects_sheet.png [group=imagenet16 | new=true]``: the
     library's contact sheet (all categories, one group, or the categories outside the 16 ImageNet ones);
     ``--sheet x.png --group g --new`` work too."""
     from infra.cli import run_options
 
-    return run_options("render.drawing", "usage: python -m render.drawing sheet=<png> [size=128] [group=<name>] "
+    return run_options("render.drawing", "usage: python -m render.drawing out=<png> [size=128] [group=<name>] "
                        "[new=true]   (contact sheet of the procedural object library)", SheetOptions, _sheet_job, argv)
 
 
@@ -305,13 +306,18 @@ def _sheet_job(o: SheetOptions) -> str:
     from infra.images import save_png
     from scenes.objects import GROUPS, category_names
 
+    out = o.out or o.sheet
+    if out is None:
+        raise ValueError("out= is required (the PNG to write; e.g. out=objects_sheet.png)")
+    if o.out and o.sheet and o.out != o.sheet:
+        raise ValueError(f"out={o.out!r} and sheet={o.sheet!r}: give one of them (sheet= is the older name of out=)")
     if o.group is not None and o.group not in GROUPS:
         raise ValueError(f"group={o.group!r}: unknown; one of {', '.join(GROUPS)}")
     cats = category_names(o.group)
     if o.new:
         cats = [c for c in cats if c not in category_names("imagenet16")]
-    save_png(o.sheet, contact_sheet(o.size, categories=cats))
-    return f"wrote {o.sheet}"
+    save_png(out, contact_sheet(o.size, categories=cats))
+    return f"wrote {out}"
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 COMMANDS = {
     "render.trajectory": ["scene=", "frames=50", "size=256", "backend=auto"],
     "render.gallery": ["out=", "size=128", "(in [16, 2048])", "phase="],
-    "render.drawing": ["sheet=(required)", "size=128", "(in [32, 512])", "group=", "new=false"],
+    "render.drawing": ["out=null", "sheet=null", "size=128", "(in [32, 512])", "group=", "new=false"],
     "scenes.export": ["name=", "seed=0", "out=", "sidecar=true"],
     "scenes.frame": ["scene=(required)", "write=false", "frame.up="],
     "tasks.generate": ["dataset=(required)", "out=(required)", "seed=0", "workers=", "shard=", "degraded_polygons"],
@@ -111,7 +111,8 @@ def test_a_dataset_help_lists_its_parameters_with_ranges(capsys):
     ("tasks.gallery", ["x", "per_conditon=3"], "unknown setting 'per_conditon'; did you mean 'per_condition'?"),
     ("tasks.generate", ["dataset=degraded_polygon", "out=x"], "did you mean 'degraded_polygons'?"),
     ("tasks.generate", ["dataset=degraded_polygons", "out=x", "sizee=3"], "did you mean 'size'?"),
-    ("render.drawing", ["sheet=x.png", "size=8"], "size=8 is out of range [32, 512]"),
+    ("render.drawing", ["out=x.png", "size=8"], "size=8 is out of range [32, 512]"),
+    ("render.drawing", ["size=64"], "out= is required"),
     ("tasks.threedpc.sheet", ["b", "--task", "vpx", "--out", "x.png"], "task='vpx' is not allowed"),
     ("scenes.export", ["nme=bench_01", "out=x.ply"], "unknown setting 'nme'; did you mean 'name'?"),
     ("eval", ["prob"], "did you mean 'probe'?"),
