@@ -223,6 +223,7 @@ def test_a_new_eval_method_is_one_module(plugin_dir, tmp_path, capsys, monkeypat
     assert "model=" not in out  # the method uses no model: no model settings are asked for
     _image_folder(tmp_path / "ift")
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", list(sys.argv))  # the eval CLI hands Hydra its arguments through sys.argv
     code, out, err = _cli(main, ["zz_toy", f"task={tmp_path}/ift", f"out={tmp_path}/bad", "zz_toy.flip=1.5"], capsys)
     assert code == 2 and "zz_toy.flip=1.5 is out of range [0.0, 1.0]" in err, err  # ranges checked without code
     assert not (tmp_path / "bad").exists()
