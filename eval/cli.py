@@ -4,10 +4,14 @@ Commands: ``probe``, ``finetune``, ``stats`` (Hydra, ``--multirun`` sweeps throu
 ``hydra/launcher=joblib`` on one machine, ``hydra/launcher=submitit_slurm`` or the example
 ``hydra/launcher=vantage_slurm`` on a cluster) and ``zoo`` (lists zoo configs). ``zoo=<name>`` with
 ``--multirun`` and no ``model=`` sweeps every model of that list. Commands are registered with
-:func:`command`; a new evaluation method registers its class in ``eval.runner.METHODS`` (in its own module)
-and its command in a module of its own listed in :data:`COMMAND_MODULES` (config ``configs/eval_<name>.yaml``;
-the settings section ``<name>`` is the method's dataclass, ``@command(..., settings="<module>:<Config>")``,
-registered as the Hydra structured config ``method/<name>``).
+:func:`command` (the registry :data:`COMMANDS`, which imports :data:`COMMAND_MODULES` when listed; :func:`load_commands`
+adds the modules of the ``eval.methods`` package). A new evaluation method is ONE module in ``eval/methods/``:
+``@register_method("<name>", cli="<usage>", uses_model=...)`` on its class gives it the generic command
+:func:`method_job` (task + validated settings + model if it uses one → ``run_method``) under a config made
+here when there is no ``configs/eval_<name>.yaml`` (:func:`method_config_node`). Every command's settings
+section ``<name>`` is the method's dataclass (a Hydra structured config ``method/<name>``), its declared ranges
+checked for every method before any work (:func:`method_settings`); ``python -m eval <name> --help`` lists
+every setting with its default, help and allowed values.
 """
 from __future__ import annotations
 
@@ -16,6 +20,8 @@ import os
 import sys
 from dataclasses import dataclass
 from typing import Callable
+
+from infra.registry import Registry, where
 
 log = logging.getLogger("eval")
 
@@ -33,7 +39,17 @@ class Command:
     required: tuple[str, ...] = ()  # fields of that section the command line must set
 
 
-COMMANDS: dict[str, Command] = {}
+# Modules that define further commands with :func:`command` (one line per method family; imported when the
+# registry is listed, so their commands appear in --help). Hydra's launchers pickle the job function by its
+# module, so a command defined in such a module sweeps like the built-in ones. New methods need no line here:
+# the modules of the ``eval.methods`` package are discovered.
+COMMAND_MODULES: tuple[str, ...] = (
+    "eval.cli_report",
+    "eval.cli_methods",  # ood, decoder, similarity (issue 15)
+    "eval.cli_zeroshot",
+)
+COMMANDS: Registry[Command] = Registry("command", origin=lambda c: where(c.run),
+                                       discover=COMMAND_MODULES)
 
 
 def command(name: str, usage: str, hydra: bool = True, settings: str = "", required: tuple[str, ...] = ()):
@@ -44,7 +60,7 @@ def command(name: str, usage: str, hydra: bool = True, settings: str = "", requi
     without a usable default (``???``: the command line must set them)."""
 
     def deco(fn):
-        COMMANDS[name] = Command(name, usage, fn, hydra, settings, required)
+        COMMANDS.register(name, Command(name, usage, fn, hydra, settings, required))
         return fn
 
     return deco
@@ -56,10 +72,67 @@ def register_settings(cmd: Command) -> None:
         return
     import importlib
 
-    from tasks.schema import store_structured
+    from infra.schema import store_structured
 
     module, cls = cmd.settings.split(":")
     store_structured("method", getattr(importlib.import_module(module), cls), name=cmd.name, required=cmd.required)
+    if cmd.run is method_job:
+        _store_method_config(cmd.name)
+
+
+def settings_class(cmd: Command) -> type | None:
+    """The dataclass behind ``cmd``'s settings section (None: the command has none)."""
+    if not cmd.settings:
+        return None
+    import importlib
+
+    module, cls = cmd.settings.split(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+def method_config_node(name: str, uses_model: bool) -> dict:
+    """The Hydra config ``eval_<name>`` of a method that has no YAML: the shared task / results settings (and
+    the model settings of ``configs/eval/common.yaml`` only if the method uses a model), then its settings
+    section ``<name>`` (the structured config ``method/<name>``)."""
+    hydra = {"run": {"dir": "."}, "output_subdir": None, "sweep": {"dir": "${out}/sweeps/${now:%Y-%m-%d_%H-%M-%S}"}}
+    defaults = (["eval/common", {"zoo": None}] if uses_model else []) + [
+        "_self_", {f"/method@{name}": name}, {"override hydra/job_logging": "stdout"}]
+    own = {} if uses_model else {
+        "task": "???", "target": None, "conditions": None, "val_fraction": 0.15, "test_fraction": 0.25,
+        "split_seed": 0, "out": "???", "device": "cpu", "progress": True}
+    return {"defaults": defaults, **own, "hydra": hydra}
+
+
+def _store_method_config(name: str) -> None:
+    import importlib.resources
+
+    if importlib.resources.files("configs").joinpath(f"eval_{name}.yaml").is_file():
+        return
+    from hydra.core.config_store import ConfigStore
+
+    from .methods import get_method
+
+    ConfigStore.instance().store(name=f"eval_{name}", node=method_config_node(name, get_method(name).uses_model))
+
+
+def method_settings(c: dict, name: str):
+    """The method ``name``'s ``Config`` from the config section ``c[name]``, checked against the ranges and
+    choices its fields declare (``infra.schema``; errors name ``<name>.<field>``); lists become tuples where the
+    field is a tuple."""
+    import dataclasses
+
+    from infra.schema import make_section
+
+    from .methods import get_method
+
+    cls = get_method(name).Config
+    values = dict(c.get(name) or {})
+    for f in dataclasses.fields(cls):
+        default = f.default if f.default is not dataclasses.MISSING else None
+        t = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
+        if isinstance(values.get(f.name), list) and (isinstance(default, tuple) or t.startswith("tuple")):
+            values[f.name] = tuple(values[f.name])
+    return make_section(cls, values, name)
 
 
 def usage() -> str:
@@ -90,14 +163,33 @@ BOOL_SETTINGS = ("pretrained", "fast", "progress")
 def _container(cfg) -> dict:
     from infra.cli import plain_config
 
-    c = plain_config(cfg, "python -m eval --help")
+    name = _running_command()
+    c = plain_config(cfg, f"python -m eval {name or '<command>'} --help")
     for key in BOOL_SETTINGS:
         if key in c and not isinstance(c[key], bool):
             _fail(f"{key}={c[key]!r} is not allowed (true or false)")
     out = c.get("out")
     if isinstance(out, str) and os.path.exists(out) and not os.path.isdir(out):  # every command's results folder
         _fail(f"out={out}: exists and is not a folder; choose another out= (a results folder)")
+    if name and name in c:  # every method's declared ranges, whether or not its job checks them itself
+        from .runner import METHODS
+
+        if name in METHODS:
+            try:
+                method_settings(c, name)
+            except (ValueError, TypeError) as e:
+                _fail(str(e))
     return c
+
+
+def _running_command() -> str:
+    """The ``eval_<name>`` config Hydra is running (``""`` outside a Hydra job)."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        return str(HydraConfig.get().job.config_name or "").removeprefix("eval_")
+    except Exception:  # noqa: BLE001 - called outside hydra.main (tests calling a job directly)
+        return ""
 
 
 def _load(c: dict, task_kind: str = "", extraction_only: bool = False):
@@ -197,10 +289,43 @@ def stats_job(cfg) -> None:
     print(f"wrote statistics to {out} (see {out}/report.md and {out}/report.html)")
 
 
+def method_job(cfg) -> None:
+    """The generic command of a method registered with ``cli=``: task, the method's validated settings, the
+    model if it uses one, then ``run_method`` (resumable; trial and summary rows in ``out``)."""
+    from .methods import get_method
+    from .probe import seed_summary
+    from .runner import run_method
+    from .tasks import TaskError
+    from .zoo import WeightsUnavailable, ZooError
+
+    name = _running_command()
+    c = _container(cfg)
+    cls = get_method(name)
+    try:
+        task = _task(c)
+        mcfg = method_settings(c, name)
+        args = (task, mcfg, _load(c, task.kind)) if cls.uses_model else (task, mcfg)
+        summ = run_method(cls(*args), c["model"] if cls.uses_model else name, c["out"],
+                          config_extra=_provenance(c), progress=c["progress"])
+    except (ZooError, WeightsUnavailable, TaskError, ValueError, TypeError) as e:
+        _fail(str(e))
+    if summ is None:
+        print("paused; run the same command again to resume")
+        return
+    for _, r in seed_summary(summ, getattr(mcfg, "ci", 0.95)).iterrows():
+        print(f"{r.model_id} {r.task} {r.split}: accuracy {r.accuracy_mean:.3f} "
+              f"[{r.accuracy_ci_low:.3f}, {r.accuracy_ci_high:.3f}] over {r.seeds} seed(s)")
+
+
 @command("zoo", "list zoo configs, or one list       python -m eval zoo [name]", hydra=False)
 def zoo_command(args: list[str]) -> None:
     from .zoo import ZooError, load_zoo, zoo_names
 
+    if any(a in ("-h", "--help", "help") for a in args):
+        print("usage: python -m eval zoo [name] [--ids]\n\n  (no name)  every zoo list with its number of models\n"
+              "  name       the models of configs/zoo/<name>.yaml, one per line with their settings\n"
+              "  --ids      only the ids, comma-separated (for model=<ids> --multirun)")
+        return
     if not args:
         for name in zoo_names():
             print(f"{name}: {len(load_zoo(name))} models")
@@ -230,23 +355,37 @@ def expand_zoo(argv: list[str]) -> list[str]:
     return argv
 
 
-# Modules that define further commands with :func:`command` (one line per method family; imported by main
-# before dispatch so their commands appear in --help). Hydra's launchers pickle the job function by its module,
-# so a command defined in such a module sweeps like the built-in ones.
-COMMAND_MODULES: tuple[str, ...] = (
-    "eval.cli_report",
-    "eval.cli_methods",  # ood, decoder, similarity (issue 15)
-    "eval.cli_zeroshot",
-)
-
-
-def load_commands() -> dict[str, Command]:
-    """Every registered command: the built-in ones here and those of :data:`COMMAND_MODULES`."""
+def load_commands() -> Registry[Command]:
+    """Every registered command: the built-in ones here, those of :data:`COMMAND_MODULES`, and the generic
+    command of every method registered with ``cli=`` (``eval.methods`` and its discovered modules)."""
     import importlib
 
-    for mod in COMMAND_MODULES:
-        importlib.import_module(mod)
+    from infra.registry import package_modules
+
+    COMMANDS.load_all()
+    found = package_modules(("eval.methods",))  # eval/methods/*.py; not the built-in methods (pandas, torch: slow)
+    if not found:
+        return COMMANDS
+    for module in found:
+        importlib.import_module(module)
+    from .runner import METHODS
+
+    for name in METHODS.loaded():
+        cls = METHODS[name]
+        if cls.cli_usage and name not in COMMANDS:
+            COMMANDS.register(name, Command(name, cls.cli_usage, method_job,
+                                            settings=f"{cls.Config.__module__}:{cls.Config.__qualname__}"))
     return COMMANDS
+
+
+def command_help(cmd: Command) -> str:
+    """``python -m eval <name> --help``: the usage and every setting (defaults, help, allowed values)."""
+    from infra.cli import hydra_help
+
+    cls = settings_class(cmd)
+    return hydra_help(f"eval_{cmd.name}", f"usage: python -m eval {cmd.name} {cmd.usage.strip()}",
+                      sections={cmd.name: cls} if cls else None,
+                      more="sweeps: add --multirun and comma-separated values (see python -m eval --help)")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -259,16 +398,19 @@ def main(argv: list[str] | None = None) -> None:
         return
     name, rest = argv[0], argv[1:]
     if name not in COMMANDS:
-        _fail(f"unknown command {name!r}; commands: {', '.join(COMMANDS)}")
+        _fail(COMMANDS.unknown_message(name))
     cmd = COMMANDS[name]
     if not cmd.hydra:
         cmd.run(rest)
+        return
+    register_settings(cmd)
+    if any(a in ("-h", "--help", "help") for a in rest):
+        print(command_help(cmd))
         return
     try:
         rest = expand_zoo(rest)
     except ValueError as e:
         _fail(str(e))
-    register_settings(cmd)
     if not any(a.startswith("-") for a in rest):  # a mistyped key is an error: line, not Hydra's exit 1
         from infra.cli import check_overrides
 
@@ -281,7 +423,7 @@ def main(argv: list[str] | None = None) -> None:
     extra = added_keys(f"eval_{name}", [a for a in rest if not a.startswith("-")])
     if extra:  # the jobs read only the settings they know: a '+key' they do not would be ignored silently
         _fail(f"unknown setting(s) {' '.join(extra)}: python -m eval {name} has no such setting "
-              f"(see python -m eval {name} --cfg job)")
+              f"(see python -m eval {name} --help)")
     sys.argv = [f"python -m eval {name}"] + rest
     try:
         hydra.main(version_base=None, config_path="pkg://configs", config_name=f"eval_{name}")(cmd.run)()

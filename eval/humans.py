@@ -33,6 +33,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from infra.registry import Registry
+
 from .results import conform
 
 MVH_COLUMNS = {"subj", "trial", "object_response", "category", "condition", "imagename"}
@@ -45,24 +47,22 @@ class HumanDataError(ValueError):
     pass
 
 
-HUMAN_FORMATS: dict = {}  # name -> reader(path, c) -> trial table; c: the stats settings (task, target, ...)
+# name -> reader(path, c) -> trial table; c: the stats settings (task, target, ...)
+HUMAN_FORMATS: Registry = Registry("human-data format", key="humans_format")
 
 
 def register_format(name: str):
     """Decorator for a human-data reader ``reader(path, c) -> trial table`` (``c``: the stats settings)."""
 
     def deco(reader):
-        HUMAN_FORMATS[name] = reader
-        return reader
+        return HUMAN_FORMATS.register(name, reader)
 
     return deco
 
 
 def load_humans(path: str | Path, fmt: str, c: dict | None = None) -> pd.DataFrame:
     """Human trials at ``path`` read by the reader registered as ``fmt``, in the trial schema."""
-    if fmt not in HUMAN_FORMATS:
-        raise ValueError(f"humans_format={fmt!r}: allowed {', '.join(HUMAN_FORMATS)}")
-    return HUMAN_FORMATS[fmt](path, dict(c or {}))
+    return HUMAN_FORMATS[fmt](path, dict(c or {}))  # an unknown name: "did you mean" and the known formats
 
 
 def mvh_image_id(imagename: str) -> str:

@@ -41,6 +41,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from infra.registry import Registry
 from tasks import schema as S
 from tasks.imagenet16 import AGGREGATIONS
 
@@ -114,15 +115,14 @@ def load_classifier(model: str, weights: WeightsSpec | None = None, preprocess: 
 #: Model sources (``eval.zoo.SOURCES``) whose models can be ImageNet classifiers here, and how the 1000-way
 #: head is put back: ``attach(loaded, weights, device)`` changes ``loaded.module`` in place so that it returns
 #: 1000 logits (frozen, eval mode). Registered with :func:`register_classifier_head`.
-CLASSIFIER_HEADS: dict[str, Callable] = {}
+CLASSIFIER_HEADS: Registry[Callable] = Registry("classifier head (model source)")
 
 
 def register_classifier_head(source: str):
     """Decorator: models of zoo source ``source`` get their ImageNet classifier from the decorated function."""
 
     def deco(attach):
-        CLASSIFIER_HEADS[source] = attach
-        return attach
+        return CLASSIFIER_HEADS.register(source, attach)
 
     return deco
 

@@ -35,6 +35,8 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
+from infra.registry import Registry
+
 log = logging.getLogger(__name__)
 
 
@@ -69,6 +71,8 @@ class Method:
     name: ClassVar[str] = ""
     Config: ClassVar[type] = object
     trains: ClassVar[bool] = True
+    cli_usage: ClassVar[str] = ""  # set by register_method(cli=...): the generic command's --help line
+    uses_model: ClassVar[bool] = True  # set by register_method(uses_model=...): the command asks for model=
     feature: str = "pooled"
 
     def __init__(self, task, cfg):
@@ -90,18 +94,26 @@ class Method:
         pass
 
 
-METHODS: dict[str, type[Method]] = {}
+# Built-in methods live in their own modules (imported by the ``eval.methods`` package); a new method is one
+# module in ``eval/methods/`` (found by discovery, see ``eval/methods/__init__.py``).
+METHODS: Registry[type[Method]] = Registry("evaluation method", key="method", discover=("eval.methods",))
 
 
-def register_method(name: str):
-    """Class decorator: register an evaluation method under ``name`` (its CLI command and config section)."""
+def register_method(name: str, *, cli: str = "", uses_model: bool = True):
+    """Class decorator: register an evaluation method under ``name`` (its CLI command and config section).
+
+    ``cli``: a one-line usage for ``python -m eval --help``; given, the method gets the generic command
+    ``python -m eval <name>`` (``eval.cli.method_job``: task + settings + model → :func:`run_method`) unless a
+    command of that name is registered by hand; its settings section ``<name>.*`` is the method's ``Config``,
+    ranges checked automatically. ``uses_model``: whether the command asks for ``model=`` (and the shared
+    model settings); a method that uses none is built as ``cls(task, cfg)``, one that does as
+    ``cls(task, cfg, loaded_model)``."""
 
     def deco(cls: type[Method]) -> type[Method]:
-        if name in METHODS and METHODS[name] is not cls:
-            raise ValueError(f"evaluation method {name!r} is registered twice ({METHODS[name].__module__} and "
-                             f"{cls.__module__}); give one of them another name")
+        METHODS.register(name, cls)
         cls.name = name
-        METHODS[name] = cls
+        cls.cli_usage = cli
+        cls.uses_model = uses_model
         return cls
 
     return deco

@@ -33,6 +33,8 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from infra.registry import Registry, where
+
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".webp", ".tif", ".tiff"}
 THREEDPC_TARGETS = ("vpt", "depth", "vpt_strategy")
 TRAIN_SPLITS = ("train", "val")
@@ -83,17 +85,14 @@ class Layout:
     load: Callable[..., TaskData]
 
 
-LAYOUTS: dict[str, Layout] = {}  # detection order = registration order: the most specific layout first
+LAYOUTS: Registry[Layout] = Registry("dataset layout", origin=lambda lay: where(lay.load))  # detection order = registration order: the most specific layout first
 
 
 def register_layout(name: str, description: str, detect: Callable[[Path], bool]):
     """Decorator for a layout's ``load`` function (contract: :class:`Layout`)."""
 
     def deco(load):
-        if name in LAYOUTS and LAYOUTS[name].load is not load:
-            raise ValueError(f"dataset layout {name!r} is registered twice ({LAYOUTS[name].load.__module__} and "
-                             f"{load.__module__})")
-        LAYOUTS[name] = Layout(name, description, detect, load)
+        LAYOUTS.register(name, Layout(name, description, detect, load))
         return load
 
     return deco

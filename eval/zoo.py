@@ -41,6 +41,8 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import urlparse
 
+from infra.registry import Registry, where
+
 log = logging.getLogger(__name__)
 
 PREPROCESS_MODES = ("model", "shorter_side")
@@ -87,7 +89,7 @@ class Source:
     load: Callable
 
 
-SOURCES: dict[str, Source] = {}
+SOURCES: Registry[Source] = Registry("model source", origin=lambda s: where(s.load))
 
 
 def _whole(text: str, rest: str) -> tuple[str, str]:
@@ -99,10 +101,7 @@ def register_source(name: str, syntax: str, parse: Callable[[str, str], tuple[st
     """Decorator for a loader: model ids ``<name>:...`` are loaded by it (contract: :class:`Source`)."""
 
     def deco(load):
-        if name in SOURCES and SOURCES[name].load is not load:
-            raise ValueError(f"model source {name!r} is registered twice ({SOURCES[name].load.__module__} and "
-                             f"{load.__module__})")
-        SOURCES[name] = Source(name, syntax, parse, format, load)
+        SOURCES.register(name, Source(name, syntax, parse, format, load))
         return load
 
     return deco

@@ -81,8 +81,23 @@ def main(argv: list[str] | None = None) -> None:
     command, rest = argv[0], argv[1:]
     jobs = {"serve": serve_job, "export": export_job}
     if command not in jobs:
-        _fail(f"unknown command {command!r}; commands: serve, export")
-    from infra.cli import added_keys
+        from infra.registry import suggest
+
+        _fail(f"unknown command {command!r}; {suggest(command, list(jobs))}commands: serve, export")
+    if any(a in ("-h", "--help", "help") for a in rest):
+        from infra.cli import hydra_help
+
+        lines = [ln.strip() for ln in USAGE.split("commands:")[1].split("\n\n")[0].strip().split("\n  ")]
+        print(hydra_help(command, "usage: python -m experiment " + next(ln for ln in lines if ln.startswith(command)),
+                         config_module="configs.experiment"))
+        return
+    from infra.cli import added_keys, check_overrides
+
+    if not any(a.startswith("-") for a in rest):  # a mistyped key is an error: line, not Hydra's exit 1
+        try:
+            check_overrides(command, rest, "configs.experiment")
+        except ValueError as e:
+            _fail(str(e))
 
     try:
         extra = added_keys(command, [a for a in rest if not a.startswith("-")], "configs.experiment")

@@ -29,6 +29,7 @@ import math
 import numpy as np
 
 from infra.images import to_uint8
+from infra.schema import field
 
 
 class DrawingError(ValueError):
@@ -282,32 +283,41 @@ def contact_sheet(size: int = 128, stroke_px: float = 1.5, instances: int | None
     return to_uint8(np.concatenate(rows, 0))
 
 
-def main(argv=None) -> int:
-    """``python -m render.drawing --sheet docs/img/objects_sheet.png [--group imagenet16 | --new]``: the
-    library's contact sheet (all categories, one group, or the categories outside the 16 ImageNet ones)."""
-    import argparse
+@dataclasses.dataclass(frozen=True)
+class SheetOptions:
+    out: str | None = field(None, "the PNG to write")
+    sheet: str | None = field(None, "older name of out= (the docs' --sheet x.png)")
+    size: int = field(128, "tile size in pixels", range=(32, 512))
+    group: str | None = field(None, "only this group of categories (scenes.objects.GROUPS; default: all)")
+    new: bool = field(False, "only the categories outside the 16-class ImageNet set")
 
+
+def main(argv=None) -> int:
+    """``python -m render.drawing out=docs/img/objects_sheet.png [group=imagenet16 | new=true]``: the
+    library's contact sheet (all categories, one group, or the categories outside the 16 ImageNet ones);
+    ``--sheet x.png --group g --new`` work too."""
+    from infra.cli import run_options
+
+    return run_options("render.drawing", "usage: python -m render.drawing out=<png> [size=128] [group=<name>] "
+                       "[new=true]   (contact sheet of the procedural object library)", SheetOptions, _sheet_job, argv)
+
+
+def _sheet_job(o: SheetOptions) -> str:
+    from infra.images import save_png
     from scenes.objects import GROUPS, category_names
 
-    ap = argparse.ArgumentParser(description="contact sheet of the procedural object library")
-    ap.add_argument("--sheet", required=True, help="output PNG path")
-    ap.add_argument("--size", type=int, default=128, help="tile size in pixels (default 128)")
-    ap.add_argument("--group", default=None, help=f"only this group of categories: {', '.join(GROUPS)} (default: all)")
-    ap.add_argument("--new", action="store_true", help="only the categories outside the 16-class ImageNet set")
-    args = ap.parse_args(argv)
-    if not 32 <= args.size <= 512:
-        print(f"error: --size={args.size} must be in [32, 512]")
-        return 2
-    if args.group is not None and args.group not in GROUPS:
-        print(f"error: --group={args.group} unknown; one of {', '.join(GROUPS)}")
-        return 2
-    cats = category_names(args.group)
-    if args.new:
+    out = o.out or o.sheet
+    if out is None:
+        raise ValueError("out= is required (the PNG to write; e.g. out=objects_sheet.png)")
+    if o.out and o.sheet and o.out != o.sheet:
+        raise ValueError(f"out={o.out!r} and sheet={o.sheet!r}: give one of them (sheet= is the older name of out=)")
+    if o.group is not None and o.group not in GROUPS:
+        raise ValueError(f"group={o.group!r}: unknown; one of {', '.join(GROUPS)}")
+    cats = category_names(o.group)
+    if o.new:
         cats = [c for c in cats if c not in category_names("imagenet16")]
-    from infra.images import save_png
-
-    save_png(args.sheet, contact_sheet(args.size, categories=cats))
-    return 0
+    save_png(out, contact_sheet(o.size, categories=cats))
+    return f"wrote {out}"
 
 
 if __name__ == "__main__":

@@ -4,10 +4,13 @@
 """
 from __future__ import annotations
 
-import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from infra.cli import run_options
+from infra.schema import field
 
 
 def catalogue_sheet(size: int = 128, phase: float = 0.0, names: list[str] | None = None, columns: int = 8) -> np.ndarray:
@@ -32,16 +35,29 @@ def catalogue_sheet(size: int = 128, phase: float = 0.0, names: list[str] | None
     return np.concatenate(rows, 0)
 
 
-def main() -> None:
+USAGE = "usage: python -m render.gallery [out.png] [size] [frame_phase]   (or out=... size=... phase=...)"
+
+
+@dataclass(frozen=True)
+class GalleryOptions:
+    out: str = field("out/catalogue.png", "the PNG to write")
+    size: int = field(128, "tile width = height, pixels", range=(16, 2048))
+    phase: float = field(0.0, "trajectory phase of every frame (0 = the first frame, 1 = the end of the sweep)", range=(0.0, 1.0))
+    columns: int = field(4, "tiles per row", range=(1, 64))
+
+
+def _job(o: GalleryOptions) -> str:
     from infra.images import save_png
 
-    out = Path(sys.argv[1] if len(sys.argv) > 1 else "out/catalogue.png")
-    size = int(sys.argv[2]) if len(sys.argv) > 2 else 128
-    phase = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0
+    out = Path(o.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    save_png(out, catalogue_sheet(size, phase, columns=4))
-    print(f"wrote {out}")
+    save_png(out, catalogue_sheet(o.size, o.phase, columns=o.columns))
+    return f"wrote {out}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_options("render.gallery", USAGE, GalleryOptions, _job, argv, positional=("out", "size", "phase"))
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -30,7 +30,8 @@ def main(argv: list[str] | None = None) -> None:
     from infra.cli import run_hydra
 
     register_configs()  # configs/props/*.yaml compose prop_style and label_rules, whose defaults are dataclasses
-    run_hydra("trajectory", _cli_job, argv)
+    run_hydra("trajectory", _cli_job, argv, usage="usage: python -m render.trajectory scene=<name|file> "
+              "[frames=50] [size=256] [out=<dir>] [key=value ...]  (a scene's frames along its trajectory)")
 
 
 if __name__ == "__main__":

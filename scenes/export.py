@@ -64,7 +64,8 @@ def main(argv: list[str] | None = None) -> None:
         return
     from infra.cli import run_hydra
 
-    run_hydra("export", _cli_job, argv)
+    run_hydra("export", _cli_job, argv, usage="usage: python -m scenes.export name=<scene> out=<file.ply|.splat|.sog|...> "
+              "[seed=0] [sidecar=true]   |   python -m scenes.export --list  (the catalogue names)")
 
 
 if __name__ == "__main__":

@@ -69,7 +69,8 @@ def _cli_job(kw: dict) -> str:
 def main(argv: list[str] | None = None) -> None:
     from infra.cli import run_hydra
 
-    run_hydra("frame", _cli_job, list(sys.argv[1:] if argv is None else argv))
+    run_hydra("frame", _cli_job, list(sys.argv[1:] if argv is None else argv),
+              usage="usage: python -m scenes.frame scene=<file> [write=true] [out=<sidecar.json>] [frame.<hint>=...]")
 
 
 if __name__ == "__main__":

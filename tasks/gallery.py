@@ -12,8 +12,11 @@ from __future__ import annotations
 import html
 import math
 import re
-import sys
+from dataclasses import dataclass
 from pathlib import Path
+
+from infra.cli import REQUIRED, run_options
+from infra.schema import field
 
 _TOKEN = re.compile(r"(\d+(?:\.\d+)?|inf)")
 
@@ -60,30 +63,28 @@ def write_gallery(root: str | Path, per_condition: int = 6) -> Path:
     return out
 
 
-USAGE = """usage: python -m tasks.gallery <dataset dir> [per_condition]
+USAGE = """usage: python -m tasks.gallery <dataset dir> [per_condition]   (or root=<dir> per_condition=<n>)
 
 Writes <dataset dir>/gallery.html: up to per_condition (default 6) images of each condition of a generated
 dataset (annotations.parquet) or a 3D-PC build (metadata.parquet), at their natural size."""
 
 
-def main(argv: list[str] | None = None) -> int:
-    """The CLI: ``--help`` prints the usage (exit 0); a missing or extra argument, a bad count or a folder
-    that holds no dataset is one ``error:`` line (exit 2)."""
-    from infra.cli import debug_requested, fail, run_guarded
+@dataclass(frozen=True)
+class GalleryOptions:
+    root: str = field(REQUIRED, "a generated dataset (annotations.parquet) or 3D-PC build (metadata.parquet)")
+    per_condition: int = field(6, "images shown per condition", range=(1, 100000))
 
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if any(a in ("-h", "--help", "help") for a in argv):
-        print(USAGE)
-        return 0
-    debug = debug_requested(argv)
-    argv = [a for a in argv if a != "--debug"]
-    if not 1 <= len(argv) <= 2:
-        fail(f"expected a dataset folder and optionally a count, got {len(argv)} argument(s); {USAGE.splitlines()[0]}")
-    if len(argv) == 2 and not (argv[1].isdigit() and int(argv[1]) >= 1):
-        fail(f"per_condition={argv[1]!r}: must be a whole number >= 1; {USAGE.splitlines()[0]}")
-    if not Path(argv[0]).is_dir():
-        fail(f"{argv[0]}: no such folder; {USAGE.splitlines()[0]}")
-    return run_guarded(lambda: print(write_gallery(argv[0], int(argv[1]) if len(argv) == 2 else 6)), debug)
+
+def _job(o: GalleryOptions) -> str:
+    if not Path(o.root).is_dir():
+        raise ValueError(f"root={o.root!r}: no such folder; {USAGE.splitlines()[0]}")
+    return str(write_gallery(o.root, o.per_condition))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The CLI (``infra.cli.run_options``): ``--help`` prints the usage and options (exit 0); a missing or extra
+    argument, a bad count or a folder that holds no dataset is one ``error:`` line (exit 2)."""
+    return run_options("tasks.gallery", USAGE, GalleryOptions, _job, argv, positional=("root", "per_condition"))
 
 
 if __name__ == "__main__":

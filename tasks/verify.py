@@ -13,9 +13,10 @@ folder that is not a Vantage dataset. A re-run of the same build command repairs
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from infra.schema import field as sfield
 
 
 @dataclass
@@ -104,36 +105,39 @@ def verify(root: str | Path) -> Report:
                       "generated dataset (sha256 + annotations.parquet)")
 
 
+USAGE = "usage: python -m tasks.verify <dir> [<dir> ...]   (or dirs=[a,b])  (exit 0 ok, 1 damage, 2 not a dataset)"
+
+
+@dataclass(frozen=True)
+class VerifyOptions:
+    dirs: tuple[str, ...] = sfield((), "dataset folders to check (3D-PC builds or generated 2D datasets)",
+                                   check=(lambda v: len(v) >= 1, "at least one folder"))
+
+
+def _job(o: VerifyOptions) -> int:
+    reports = []
+    for d in o.dirs:
+        if not Path(d).is_dir():
+            raise NotADataset(f"{d}: no such folder")
+        reports.append(verify(d))
+    code = 0
+    for rep in reports:
+        if rep.ok:
+            print(f"ok: {rep.root} ({rep.kind}): {rep.images} images match manifest.json; every row has its "
+                  "file and every file its row")
+        else:
+            code = 1
+            print(f"DAMAGED: {rep.root} ({rep.kind}): {len(rep.problems)} problem(s); run the same build "
+                  "command again to repair")
+            for p in rep.problems:
+                print(f"  {p}")
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
-    from infra.cli import debug_requested, run_guarded
+    from infra.cli import run_options
 
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] in ("-h", "--help"):
-        print(__doc__)
-        return 0 if argv else 2
-    debug = debug_requested(argv)
-    dirs = [a for a in argv if a != "--debug"]
-    status = {"code": 0}
-
-    def run() -> None:
-        reports = []
-        for d in dirs:
-            if not Path(d).is_dir():
-                raise NotADataset(f"{d}: no such folder")
-            reports.append(verify(d))
-        for rep in reports:
-            if rep.ok:
-                print(f"ok: {rep.root} ({rep.kind}): {rep.images} images match manifest.json; every row has its "
-                      "file and every file its row")
-            else:
-                status["code"] = 1
-                print(f"DAMAGED: {rep.root} ({rep.kind}): {len(rep.problems)} problem(s); run the same build "
-                      "command again to repair")
-                for p in rep.problems:
-                    print(f"  {p}")
-
-    code = run_guarded(run, debug)
-    return code or status["code"]
+    return run_options("tasks.verify", USAGE, VerifyOptions, _job, argv, positional=("dirs",), more=__doc__)
 
 
 if __name__ == "__main__":

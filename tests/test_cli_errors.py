@@ -162,7 +162,7 @@ CASES = [
      "props.target.position=[-1.0,0.2] out={d}/t1", "props.observer.position=[nan, 0.0]: must be finite", "t1"),
     ("gen-classes-empty", "tasks.generate dataset=degraded_polygons out={d}/g1 classes=[]",
      "classes=[]: give at least one value", "g1"),
-    ("gallery-no-argument", "tasks.gallery", "expected a dataset folder", None),
+    ("gallery-no-argument", "tasks.gallery", "missing root=", None),
     ("gallery-not-a-dataset", "tasks.gallery {d}/ift", "no annotations.parquet or metadata.parquet", None),
     ("eval-out-is-file", "eval probe model=timm:test_resnet pretrained=false task={d}/ift out={d}/afile",
      "out={d}/afile: exists and is not a folder", None),
@@ -184,6 +184,30 @@ CASES = [
     ("serve-db-mysql", "experiment serve task={d}/ift design=generated db=mysql://u@h/db",
      "db=mysql://u@h/db: not a supported database URL", None),
     ("export-db-typo", "experiment export db=sqlite:///{d}/typo/x.db out={d}/x1", "no such database file", "typo"),
+    # issue 33.2: one row for every python -m command not above (tests/test_cli_help.py lists them all), and the
+    # "did you mean" of a mistyped name or key
+    ("frame-not-ply", "scenes.frame scene={d}/garbage.ply write=true", "garbage.ply: not a PLY file", "garbage.ply.json"),
+    ("frame-key-typo", "scenes.frame scen={d}/one.ply", "unknown setting 'scen'; did you mean 'scene'?", None),
+    ("gallery3d-size", "render.gallery size=8 out={d}/cat.png", "size=8 is out of range [16, 2048]", "cat.png"),
+    ("drawing-group", "render.drawing sheet={d}/s.png group=birds", "group='birds': unknown", "s.png"),
+    ("verify-no-folder", "tasks.verify {d}/nope", "nope: no such folder", None),
+    ("sheet-task", "tasks.threedpc.sheet {d}/ift task=vpx out={d}/s.png", "task='vpx' is not allowed", "s.png"),
+    ("shortcuts-not-a-build", "tasks.threedpc.shortcuts {d}/ift", "metadata.parquet does not exist",
+     "ift/shortcut_audit.csv"),
+    ("finetune-epochs-0", "eval finetune model=timm:test_resnet task={d}/ift out={d}/r2 finetune.epochs=0",
+     "finetune.epochs=0 is not allowed (>= 1)", "r2"),
+    ("stats-no-results", "eval stats results={d}/nope", "results={d}/nope: no such folder", "nope"),
+    ("zoo-unknown", "eval zoo nosuch", "zoo='nosuch': no such list", None),
+    ("ood-aggregation", "eval ood model=timm:test_resnet task={d}/ift out={d}/r3 ood.aggregation=median",
+     "ood.aggregation='median' is not allowed", "r3"),
+    ("decoder-epochs-0", "eval decoder model=timm:test_resnet task={d}/ift out={d}/r4 decoder.targets=[shape] "
+     "decoder.epochs=0", "decoder.epochs=0", "r4"),
+    ("similarity-no-reference", "eval similarity model=timm:test_resnet task={d}/ift out={d}/r5",
+     "missing required setting similarity.reference= (see python -m eval similarity --help)", "r5"),
+    ("eval-key-typo", "eval probe modl=timm:test_resnet task={d}/ift out={d}/r1", "did you mean 'model'?", "r1"),
+    ("experiment-command-typo", "experiment serv", "did you mean 'serve'?", None),
+    ("gen-dataset-typo", "tasks.generate dataset=degraded_polygon out={d}/g2", "did you mean 'degraded_polygons'?",
+     "g2"),
 ]
 
 

@@ -47,9 +47,9 @@ class Oracle(runner.Method):
             "score": 1.0, "correct": resp == it["label_name"].to_numpy()}))
 
 
-def test_a_zero_shot_method_runs_through_the_runner_and_resumes(tmp_path, monkeypatch):
-    monkeypatch.setitem(runner.METHODS, "oracle", Oracle)
+def test_a_zero_shot_method_runs_through_the_runner_and_resumes(tmp_path, request):
     runner.register_method("oracle")(Oracle)
+    request.addfinalizer(lambda: runner.METHODS.unregister("oracle"))
     assert methods.get_method("oracle") is Oracle
     Oracle.calls = 0
     summ = runner.run_method(Oracle(_task(), OracleConfig()), "toy:model", tmp_path, progress=False)
@@ -65,14 +65,14 @@ def test_a_zero_shot_method_runs_through_the_runner_and_resumes(tmp_path, monkey
 
 
 def test_method_lookup_lists_the_registered_methods():
-    with pytest.raises(ValueError, match="registered: .*finetune.*probe"):
+    with pytest.raises(ValueError, match="known: .*finetune.*probe"):
         methods.get_method("similarity")
 
 
 def test_a_model_source_plugs_in_by_registration(monkeypatch):
     import torch
 
-    monkeypatch.setattr(zoo, "SOURCES", dict(zoo.SOURCES))
+    monkeypatch.setattr(zoo, "SOURCES", zoo.SOURCES.copy())
 
     @zoo.register_source("toy", "toy:<width>")
     def _load_toy(mid, weights, kwargs, versions):
@@ -97,8 +97,8 @@ def test_an_ood_classifier_head_plugs_in_per_model_source(monkeypatch):
     from eval import ood
 
     assert set(ood.CLASSIFIER_HEADS) <= set(zoo.SOURCES)
-    monkeypatch.setattr(zoo, "SOURCES", dict(zoo.SOURCES))
-    monkeypatch.setattr(ood, "CLASSIFIER_HEADS", dict(ood.CLASSIFIER_HEADS))
+    monkeypatch.setattr(zoo, "SOURCES", zoo.SOURCES.copy())
+    monkeypatch.setattr(ood, "CLASSIFIER_HEADS", ood.CLASSIFIER_HEADS.copy())
 
     @zoo.register_source("toy", "toy:<width>")
     def _load_toy(mid, weights, kwargs, versions):
@@ -119,7 +119,7 @@ def test_an_ood_classifier_head_plugs_in_per_model_source(monkeypatch):
 
 
 def test_a_dataset_layout_plugs_in_by_registration(tmp_path, monkeypatch):
-    monkeypatch.setattr(tasks, "LAYOUTS", dict(tasks.LAYOUTS))
+    monkeypatch.setattr(tasks, "LAYOUTS", tasks.LAYOUTS.copy())
     (tmp_path / "toy.csv").write_text("x\n")
 
     @tasks.register_layout("toy", "a toy.csv file", lambda root: (root / "toy.csv").is_file())
@@ -142,5 +142,5 @@ def test_generators_register_items_and_render_explicitly():
     gen = get_generator("degraded_polygons")
     with pytest.raises(ValueError, match="registered twice"):
         register("degraded_polygons", gen.Config, "again", items=gen.items, render=gen.render)
-    with pytest.raises(ConfigError, match="available: .*abutting_digits.*degraded_polygons"):
+    with pytest.raises(ConfigError, match="unknown dataset .*known: .*abutting_digits.*degraded_polygons"):
         get_generator("shapes")

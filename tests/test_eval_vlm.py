@@ -344,7 +344,7 @@ def test_an_error_cancels_the_queued_requests(task, tmp_path):
         time.sleep(0.5)
         assert 1 <= len(calls) <= 4 < task.split("test")["path"].nunique()
     finally:
-        PROVIDERS.pop("test_raise")
+        PROVIDERS.unregister("test_raise")
 
 
 def test_protocol_summary_best_3_and_all_runs():

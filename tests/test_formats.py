@@ -79,7 +79,7 @@ def test_registry_lists_every_format_and_rejects_duplicates():
     assert scene_suffixes()[0] == ".compressed.ply"  # longest first
     dup = SceneFormat(name="splat", suffixes=(".x",), description="again", sniff=lambda p, h: False,
                       read=lambda p: None)
-    with pytest.raises(ValueError, match="'splat' is already registered"):
+    with pytest.raises(ValueError, match="scene format 'splat' is registered twice \\(scenes.formats.splat.* and "):
         register_format(dup)
     with pytest.raises(SceneError, match="unknown scene format 'splatt'; did you mean 'splat'\\?"):
         get_format("splatt")

@@ -177,7 +177,7 @@ def test_bad_parameters_list_allowed_values(tmp_path):
         write_dataset("degraded_polygons", tmp_path / "x", {"classes": ["dodecagon"]}, progress=False)
     with pytest.raises(ConfigError, match=r"levels=1.5 is out of range \[0.0, 1.0\]"):
         write_dataset("degraded_polygons", tmp_path / "x", {"levels": [1.5]}, progress=False)
-    with pytest.raises(ConfigError, match="unknown parameter\\(s\\) \\['level'\\]; known: classes"):
+    with pytest.raises(ConfigError, match="unknown parameter\\(s\\) \\['level'\\]; did you mean 'levels'\\? known: classes"):
         write_dataset("degraded_polygons", tmp_path / "x", {"level": 0.2}, progress=False)
     with pytest.raises(ConfigError, match="unknown dataset 'mnist'"):
         write_dataset("mnist", tmp_path / "x", {}, progress=False)
@@ -256,7 +256,7 @@ def test_generator_png_deflate_is_checked_used_and_recorded(tmp_path):
 
     with pytest.raises(ValueError, match="png_deflate='zip'"):
         register("test_bad_deflate", object, "", items=lambda c, s: iter(()), render=lambda c, i: None, png_deflate="zip")
-    assert "test_bad_deflate" not in GENERATORS._gens
+    assert "test_bad_deflate" not in GENERATORS
     gen = GENERATORS["degraded_polygons"]
     assert gen.png_deflate == "rle"
     out = write_dataset("degraded_polygons", tmp_path / "p", gen.test_params, progress=False)
@@ -615,10 +615,10 @@ def test_registry_imports_only_the_requested_generator():
     assert r.stdout.split("\n")[:2] == ["tasks.stimuli.polygons []", "True True"], r.stdout
 
     from tasks.stimuli import GENERATORS
-    from tasks.stimuli.registry import MODULES, home
+    from tasks.stimuli.registry import _modules, home
 
     listed = dict(GENERATORS.items())
-    assert {g.module.split(".")[2] for g in listed.values()} == {m.split(".")[2] for m in MODULES}
+    assert {g.module.split(".")[2] for g in listed.values()} == {m.split(".")[2] for m in _modules()}
     for name, gen in listed.items():  # every name in the table, pointing at the module that registers it
         assert home(name) is not None, f"{name}: add it to tasks.stimuli.registry.HOMES"
         assert gen.module == home(name) or gen.module.startswith(home(name) + "."), (name, gen.module)

@@ -31,6 +31,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+from infra.registry import Registry, where
+
 from .prompts import Conversation, Image
 
 DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY"}
@@ -76,12 +78,12 @@ class Provider:
     local: bool = False
 
 
-PROVIDERS: dict[str, Provider] = {}
+PROVIDERS: Registry[Provider] = Registry("VLM provider", origin=lambda p: where(p.send))
 
 
 def register_provider(name: str, make_client: Callable, needs_key: bool = True, local: bool = False):
     def deco(send):
-        PROVIDERS[name] = Provider(name, make_client, send, needs_key, local)
+        PROVIDERS.register(name, Provider(name, make_client, send, needs_key, local))
         return send
 
     return deco

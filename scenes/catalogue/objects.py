@@ -13,17 +13,15 @@ from collections.abc import Callable
 import numpy as np
 import trimesh
 
+from infra.registry import Registry
+
 from ..surface import Part
 
-OBJECTS: dict[str, Callable[[np.random.Generator], list[Part]]] = {}
+OBJECTS: Registry[Callable[[np.random.Generator], list[Part]]] = Registry("catalogue object builder")
 
 
 def register(name: str):
-    def deco(fn):
-        OBJECTS[name] = fn
-        return fn
-
-    return deco
+    return OBJECTS.register(name)
 
 
 # ---------------------------------------------------------------------- primitives

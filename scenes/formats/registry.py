@@ -15,11 +15,12 @@ bytes) and says what is wrong.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from infra.registry import Registry, suggest, where
 
 from ..gaussians import GaussianScene, SceneError
 
@@ -55,18 +56,15 @@ class SceneFormat:
     file_names: tuple[str, ...] = ()
 
 
-_FORMATS: dict[str, SceneFormat] = {}
+_FORMATS: Registry[SceneFormat] = Registry("scene format", key="format", origin=lambda f: where(f.read))
 
 
 def register_format(fmt: SceneFormat) -> SceneFormat:
     """Add ``fmt`` to the registry; a second format of the same name is an error (not a silent override)."""
-    if fmt.name in _FORMATS:
-        raise ValueError(f"scene format {fmt.name!r} is already registered (by {_FORMATS[fmt.name].description!r})")
     bad = [s for s in fmt.suffixes if not s.startswith(".") or s != s.lower()]
     if bad:
         raise ValueError(f"scene format {fmt.name!r}: suffixes {bad} must be lower case and start with '.'")
-    _FORMATS[fmt.name] = fmt
-    return fmt
+    return _FORMATS.register(fmt.name, fmt)
 
 
 def formats() -> list[SceneFormat]:
@@ -82,9 +80,7 @@ def get_format(name: str) -> SceneFormat:
     """The format called ``name``; an unknown name lists the known ones and suggests the closest."""
     if name in _FORMATS:
         return _FORMATS[name]
-    close = difflib.get_close_matches(str(name), list(_FORMATS), n=1)
-    hint = f"did you mean {close[0]!r}? " if close else ""
-    raise SceneError(f"unknown scene format {name!r}; {hint}known formats: {_listing()}")
+    raise SceneError(f"unknown scene format {name!r}; {suggest(name, list(_FORMATS))}known formats: {_listing()}")
 
 
 def scene_suffixes() -> tuple[str, ...]:

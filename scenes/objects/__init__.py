@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from infra.registry import Registry, where
+
 if TYPE_CHECKING:  # imported where used: importing it costs ~0.5-1 s, and naming categories needs none
     import trimesh
 
@@ -103,15 +105,15 @@ class ObjectModel:
         return f"{self.category}_{self.instance:02d}"
 
 
-CATEGORIES: dict[str, Category] = {}
+# filled by the builder modules of this package (discovered: a new category module needs no import line here)
+CATEGORIES: Registry[Category] = Registry("object category", key="category", origin=lambda c: where(c.builder),
+                                          discover=("scenes.objects",))
 
 
 def category(name: str, view: tuple[float, float], description: str):
     """Register ``builder(params) -> [(part name, mesh), ...]`` as category ``name`` (in a builder module)."""
     def deco(fn):
-        if name in CATEGORIES:
-            raise ValueError(f"object category {name!r} registered twice")
-        CATEGORIES[name] = Category(name, fn, (float(view[0]), float(view[1])), description)
+        CATEGORIES.register(name, Category(name, fn, (float(view[0]), float(view[1])), description))
         return fn
 
     return deco
@@ -192,4 +194,4 @@ def _build(category: str, instance: int, seed: int) -> ObjectModel:
 
 
 def _load() -> None:
-    from . import animals, furniture, household, vehicles  # noqa: F401  (register the categories)
+    CATEGORIES.load_all()  # imports every module of this package (the builders register their categories)

@@ -16,7 +16,8 @@ name later). It provides
   (``infra.images.DEFLATE_MODES``; recorded in the manifest).
 
 :data:`GENERATORS` imports a generator's module when its name is first looked up (:data:`HOMES`), and
-every generator module when the registry is listed.
+every module of the ``tasks.stimuli`` package (discovery) when the registry is listed: a new generator is one
+new module in ``tasks/stimuli/`` (or ``tasks/stimuli/mindset/``) and no other file changes.
 
 Splitting "what to make" (items) from "making it" (render) lets the shared writer shard the work over
 processes, resume, and stay byte-identical whatever the worker count.
@@ -24,9 +25,10 @@ processes, resume, and stay byte-identical whatever the worker count.
 from __future__ import annotations
 
 import dataclasses
-import importlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from typing import Any
+
+from infra.registry import Registry, suggest
 
 from ..schema import ConfigError, field, validate_config  # noqa: F401  (re-exported: the generators' one schema)
 
@@ -66,12 +68,14 @@ class Generator:
 
 
 # Where each generator is registered, so a run imports only its own generator's module (importing all of
-# them, MindSet's ~30 included, took ~0.15 s of every run's serial start-up). A name missing here still works
-# (the registry then imports every module below); tests/test_stimuli.py checks this table against them.
-MODULES = ("tasks.stimuli.distortions", "tasks.stimuli.gratings", "tasks.stimuli.polygons", "tasks.stimuli.mindset")
+# them, MindSet's ~30 included, took ~0.15 s of every run's serial start-up). A name missing here still works:
+# the registry then imports every module of this package (discovery), so a new generator is one new module
+# here (or in mindset/) and this table is only a speed-up; tests/test_stimuli.py checks it against them.
 HOMES = {"image_distortions": "tasks.stimuli.distortions", "abutting_digits": "tasks.stimuli.gratings",
          "abutting_silhouettes": "tasks.stimuli.gratings", "degraded_polygons": "tasks.stimuli.polygons"}
 PREFIX_HOMES = {"mindset/": "tasks.stimuli.mindset"}  # that package imports all of its dataset modules
+# modules of tasks.stimuli that are not generators (discovery skips them; names starting with _ are skipped too)
+NOT_GENERATORS = ("registry", "writer", "eidolon", "mindset.common")
 
 
 def home(name: str) -> str | None:
@@ -81,51 +85,16 @@ def home(name: str) -> str | None:
     return next((m for prefix, m in PREFIX_HOMES.items() if name.startswith(prefix)), None)
 
 
-class Registry(Mapping):
-    """The registered generators by name, filled on demand: looking one name up imports its module only
-    (:func:`home`); listing them (iteration, ``len``, ``keys``, ``items``) imports every module in
-    :data:`MODULES` first, so a listing is always complete."""
-
-    def __init__(self):
-        self._gens: dict[str, Generator] = {}
-        self._all = False
-
-    def load(self, name: str) -> None:
-        """Import the module that registers ``name`` (every module when the table does not know it)."""
-        if name in self._gens:
-            return
-        module = home(name)
-        if module is not None:
-            importlib.import_module(module)
-        if name not in self._gens:
-            self.load_all()
-
-    def load_all(self) -> None:
-        if not self._all:
-            for m in MODULES:
-                importlib.import_module(m)
-            self._all = True
-
-    def __getitem__(self, name: str) -> Generator:
-        self.load(name)
-        return self._gens[name]
-
-    def __contains__(self, name) -> bool:
-        if not isinstance(name, str):
-            return False
-        self.load(name)
-        return name in self._gens
-
-    def __iter__(self):
-        self.load_all()
-        return iter(dict(self._gens))
-
-    def __len__(self) -> int:
-        self.load_all()
-        return len(self._gens)
+#: The registered generators by name (an :class:`infra.registry.Registry`: a read-only mapping). Looking one
+#: name up imports its module only (:func:`home`); listing them imports every module of ``tasks.stimuli``
+#: first (discovery), so a listing is always complete.
+GENERATORS: Registry[Generator] = Registry("dataset", key="dataset", origin=lambda g: g.items.__module__,
+                                           discover=("tasks.stimuli",), skip=NOT_GENERATORS, home=home)
 
 
-GENERATORS = Registry()
+def _modules() -> list[str]:
+    """Every generator module (discovered), for the table test."""
+    return GENERATORS.discover_modules()
 
 
 def register(name: str, Config: type, description: str, reference: str = "", *,
@@ -141,20 +110,15 @@ def register(name: str, Config: type, description: str, reference: str = "", *,
 
     if png_deflate not in DEFLATE_MODES:
         raise ValueError(f"generator {name!r}: png_deflate={png_deflate!r}; one of {', '.join(map(repr, DEFLATE_MODES))}")
-    known = GENERATORS._gens
-    if name in known:
-        raise ValueError(f"generator {name!r} is registered twice ({known[name].items.__module__} and "
-                         f"{items.__module__}); give one of them another name")
     gen = Generator(name, Config, items, render, description, reference, random, dict(test_params or {}),
                     dict(presets or {}), png_deflate)
-    known[name] = gen
-    return gen
+    return GENERATORS.register(name, gen)
 
 
 def get_generator(name: str) -> Generator:
-    """The registered generator ``name``; an unknown name is an error listing the registered ones."""
+    """The registered generator ``name``; an unknown name is an error with "did you mean" and the registered ones."""
     if not isinstance(name, str) or name not in GENERATORS:
-        raise ConfigError(f"unknown dataset {name!r}; available: {', '.join(sorted(GENERATORS))}")
+        raise ConfigError(GENERATORS.unknown_message(name))
     return GENERATORS[name]
 
 
@@ -170,7 +134,8 @@ def make_config(gen: Generator, params: dict[str, Any]):
     known = {f.name: f for f in dataclasses.fields(gen.Config)}
     unknown = sorted(set(params) - set(known))
     if unknown:
-        raise ConfigError(f"dataset {gen.name!r}: unknown parameter(s) {unknown}; known: {', '.join(known)}")
+        raise ConfigError(f"dataset {gen.name!r}: unknown parameter(s) {unknown}; {suggest(unknown[0], list(known))}"
+                          f"known: {', '.join(known)} (python -m tasks.generate dataset={gen.name} --help)")
     coerced = {}
     for k, v in params.items():
         default = known[k].default if known[k].default is not dataclasses.MISSING else known[k].default_factory()

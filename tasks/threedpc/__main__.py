@@ -34,7 +34,15 @@ def main(argv: list[str] | None = None) -> None:
     register_configs()  # the config groups whose defaults are dataclasses (prop_style, label_rules, audit, preset)
     argv = list(sys.argv[1:] if argv is None else argv)
     argv = ["+" + a if a.startswith("shard=") else a for a in argv]  # not a config field: appended
-    run_hydra("threedpc", _job, argv)
+    from tasks.labels import LabelRules
+    from tasks.placement import PropStyle
+
+    from .config import BuildConfig
+    from .shortcuts import AuditConfig
+
+    sections = {"": BuildConfig, "style": PropStyle, "rules": LabelRules, "audit": AuditConfig}
+    run_hydra("threedpc", _job, argv, sections=sections, usage="usage: python -m tasks.threedpc out=<dir> [preset=small] [scenes=[...]] "
+              "[seed=0] [progress=false] [shard=i/n | shard=merge/n] [key=value ...]  (build the 3D-PC)")
 
 
 if __name__ == "__main__":

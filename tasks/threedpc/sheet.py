@@ -1,26 +1,29 @@
 """Contact sheets of a built 3D-PC: random images per label, captioned, for a person to check that every
 image can be answered the way its label says (issue 10's look check).
 
-``python -m tasks.threedpc.sheet <build> --task vpt --split test --n 40 --out docs/img/threedpc_sheet_vpt.png``
+``python -m tasks.threedpc.sheet <build> task=vpt split=test n=40 out=docs/img/threedpc_sheet_vpt.png``
+(the older ``--task vpt --out x.png`` spelling works too)
 
 The first ``n`` tiles are label 0, the next ``n`` label 1 (VPT: 0 = the observer cannot see the ball;
 depth: 0 = the ball is nearer the viewer than the observer), drawn with a seeded sample that takes one
-frame per setting before any setting's second (``--any-frames``: plain random frames). Each caption: tile
+frame per setting before any setting's second (``any_frames=true``: plain random frames). Each caption: tile
 index, label, VPT reason or depth gap, the observer's / ball's height on screen (pixels at the build's size)
 and the scene. Bad input prints ``error: ...`` and exits 2.
 
-``--blind`` makes a sheet for a rater who must not see the labels: the same sample in a seeded random order,
+``blind=true`` makes a sheet for a rater who must not see the labels: the same sample in a seeded random order,
 each caption only the tile index, and the answer key written next to the PNG (``<out>.key.csv``: tile,
-file_name, label, reason, scene). ``--score answers.csv`` (columns tile, answer: 0, 1 or blank for unsure)
+file_name, label, reason, scene). ``score=answers.csv`` (columns tile, answer: 0, 1 or blank for unsure)
 scores a rater's answers against that key.
 """
 from __future__ import annotations
 
-import argparse
-import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from infra.cli import REQUIRED, run_options
+from infra.schema import field
 
 TASK_COLUMNS = {"vpt": ("in_vpt", "vpt_label"), "depth": ("in_depth", "depth_label")}
 
@@ -141,50 +144,50 @@ def contact_sheet(build: Path, task: str, split: str = "test", n: int = 40, seed
     return (np.asarray(sheet), answer_key(pick, task)) if blind else np.asarray(sheet)
 
 
-def main(argv: list[str] | None = None) -> None:
+USAGE = ("usage: python -m tasks.threedpc.sheet <build> [task=vpt|depth] [split=test] [n=40] out=<png>  "
+         "(--task vpt --out x.png work too)")
+
+
+@dataclass(frozen=True)
+class SheetOptions:
+    build: str = field(REQUIRED, "a 3D-PC build folder (metadata.parquet, or images/ of a build still running)")
+    task: str = field("vpt", "which label the tiles are grouped by", choices=sorted(TASK_COLUMNS))
+    split: str = field("test", "the split to sample from")
+    n: int = field(40, "images per label", range=(1, 100000))
+    seed: int = field(0, "sample seed", range=(0, 2**32 - 1))
+    cols: int = field(10, "tiles per row", range=(1, 1000))
+    tile: int = field(192, "tile size (pixels)", range=(16, 4096))
+    out: str | None = field(None, "the PNG to write (required unless score=)")
+    blind: bool = field(False, "shuffled, captions without labels; answer key in <out>.key.csv")
+    score: str | None = field(None, "score a rater's answers CSV (tile, answer) against key= (default <out>.key.csv)")
+    key: str | None = field(None, "a blind sheet's key, for score=")
+    any_frames: bool = field(False, "sample frames at random (default: one frame per setting before any second)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_options("tasks.threedpc.sheet", USAGE, SheetOptions, _sheet_job, argv, positional=("build",),
+                       more=__doc__.split("\n\n", 1)[1])
+
+
+def _sheet_job(a: SheetOptions) -> str | None:
     from infra.images import save_png
 
-    ap = argparse.ArgumentParser(prog="python -m tasks.threedpc.sheet", description=__doc__.split("\n\n")[0])
-    ap.add_argument("build", type=Path, help="a 3D-PC build folder (with metadata.parquet)")
-    ap.add_argument("--task", choices=sorted(TASK_COLUMNS), default="vpt")
-    ap.add_argument("--split", default="test")
-    ap.add_argument("--n", type=int, default=40, help="images per label")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--cols", type=int, default=10)
-    ap.add_argument("--tile", type=int, default=192, help="tile size (pixels)")
-    ap.add_argument("--out", type=Path, help="PNG to write (required unless --score)")
-    ap.add_argument("--blind", action="store_true", help="shuffled, captions without labels; key in <out>.key.csv")
-    ap.add_argument("--score", type=Path, metavar="ANSWERS_CSV",
-                    help="score a rater's answers (tile, answer) against --key (default: <out>.key.csv)")
-    ap.add_argument("--key", type=Path, help="a blind sheet's key, for --score")
-    ap.add_argument("--any-frames", action="store_true",
-                    help="sample frames at random (default: one frame per setting before any setting's second)")
-    a = ap.parse_args(argv)
     if a.score is not None:
-        _score_main(a)
-        return
+        return _score_main(a)
     if a.out is None:
-        print("error: --out is required (the PNG to write)", file=sys.stderr)
-        raise SystemExit(2)
-    if not (a.build / "metadata.parquet").is_file() and not (a.build / "images").is_dir():
-        print(f"error: {a.build}: no metadata.parquet or images/ (not a 3D-PC build folder)", file=sys.stderr)
-        raise SystemExit(2)
-    if a.n < 1 or a.cols < 1 or a.tile < 16:
-        print(f"error: need --n >= 1, --cols >= 1, --tile >= 16 (got {a.n}, {a.cols}, {a.tile})", file=sys.stderr)
-        raise SystemExit(2)
-    try:
-        img = contact_sheet(a.build, a.task, a.split, a.n, a.seed, a.cols, a.tile, blind=a.blind,
-                            spread=not a.any_frames)
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        raise SystemExit(2) from None
+        raise ValueError("out= is required (the PNG to write)")
+    build, out = Path(a.build), Path(a.out)
+    if not (build / "metadata.parquet").is_file() and not (build / "images").is_dir():
+        raise ValueError(f"build={a.build}: no metadata.parquet or images/ (not a 3D-PC build folder)")
+    img = contact_sheet(build, a.task, a.split, a.n, a.seed, a.cols, a.tile, blind=a.blind,
+                        spread=not a.any_frames)
     if a.blind:
         from infra.files import atomic_write_text
 
         img, key = img
-        atomic_write_text(key_path(a.out), key.to_csv(index=False))
-    save_png(a.out, img)
-    print(f"wrote {a.out} ({img.shape[1]}x{img.shape[0]})" + (f" and {key_path(a.out)}" if a.blind else ""))
+        atomic_write_text(key_path(out), key.to_csv(index=False))
+    save_png(out, img)
+    return f"wrote {out} ({img.shape[1]}x{img.shape[0]})" + (f" and {key_path(out)}" if a.blind else "")
 
 
 def key_path(out: Path) -> Path:
@@ -192,23 +195,20 @@ def key_path(out: Path) -> Path:
     return out.with_name(out.name + ".key.csv")
 
 
-def _score_main(a) -> None:
+def _score_main(a: SheetOptions) -> str:
     import json
 
     import pandas as pd
 
-    key_file = a.key or (key_path(a.out) if a.out else None)
+    key_file = Path(a.key) if a.key else (key_path(Path(a.out)) if a.out else None)
     if key_file is None or not key_file.is_file():
-        print(f"error: --score needs the blind sheet's key (--key, or --out of the sheet); {key_file} not found",
-              file=sys.stderr)
-        raise SystemExit(2)
+        raise ValueError(f"score= needs the blind sheet's key (key=, or out= of the sheet); {key_file} not found")
     try:
         res = score_answers(pd.read_csv(key_file), pd.read_csv(a.score))
     except (OSError, ValueError, pd.errors.ParserError) as e:
-        print(f"error: {a.score}: {e}", file=sys.stderr)
-        raise SystemExit(2) from None
-    print(json.dumps(res, indent=1))
+        raise ValueError(f"score={a.score}: {e}") from None
+    return json.dumps(res, indent=1)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

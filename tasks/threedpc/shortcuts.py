@@ -671,28 +671,34 @@ def enforce(table, out, cfg: AuditConfig) -> None:
         raise ShortcutAuditFailed(failure_message(table, out))
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m tasks.threedpc.shortcuts <build folder> [--no-images]``: audit an existing build, print the
-    section and write ``shortcut_audit.csv|parquet`` into it (exit 1 when a gate fails)."""
-    import argparse
-    import sys
+@dataclasses.dataclass(frozen=True)
+class AuditOptions:
+    build: str = field("???", "a finished 3D-PC build folder (holding metadata.parquet)")
+    no_images: bool = field(False, "skip mean colour and the pixel regression")
 
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m tasks.threedpc.shortcuts <build folder> [no_images=true]``: audit an existing build, print the
+    section and write ``shortcut_audit.csv|parquet`` into it (exit 1 when a gate fails)."""
+    from infra.cli import run_options
+
+    return run_options("tasks.threedpc.shortcuts", "usage: python -m tasks.threedpc.shortcuts <build> "
+                       "[no_images=true]   (--no-images works too; exit 1 when an enforced gate fails)",
+                       AuditOptions, _audit_job, argv, positional=("build",))
+
+
+def _audit_job(o: AuditOptions) -> int:
     import pandas as pd
 
-    ap = argparse.ArgumentParser(prog="python -m tasks.threedpc.shortcuts", description=main.__doc__)
-    ap.add_argument("build", help="a 3D-PC build folder (holding metadata.parquet)")
-    ap.add_argument("--no-images", action="store_true", help="skip mean colour and the pixel regression")
-    args = ap.parse_args(argv)
-    meta_path = Path(args.build) / "metadata.parquet"
+    meta_path = Path(o.build) / "metadata.parquet"
     if not meta_path.exists():
-        print(f"error: {meta_path} does not exist; pass a finished 3D-PC build folder", file=sys.stderr)
-        return 2
+        raise ValueError(f"{meta_path} does not exist; pass a finished 3D-PC build folder")
     cfg = AuditConfig()
     meta = pd.read_parquet(meta_path)
-    table = shortcut_audit(meta, None if args.no_images else args.build, cfg)
+    table = shortcut_audit(meta, None if o.no_images else o.build, cfg)
     from infra.files import write_table
 
-    write_table(table, Path(args.build) / AUDIT_FILE)
+    write_table(table, Path(o.build) / AUDIT_FILE)
     print(audit_markdown(table, cfg))
     return 1 if len(failed_gates(table)) else 0
 

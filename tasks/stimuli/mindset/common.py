@@ -44,6 +44,8 @@ from typing import Any
 
 import numpy as np
 
+from infra.registry import Registry
+
 from ..registry import ConfigError, field, register
 
 PREFIX = "mindset/"
@@ -52,7 +54,7 @@ SUPERSAMPLE = 4  # sub-pixel samples per axis when antialiasing (16 per pixel: c
 CONDITION_PATTERN = re.compile(r"^[a-z0-9]+(?:_[a-z0-9.]+)*$")
 
 # name -> what the schema test checks: the declared conditions, the paper section, the figure followed
-MINDSET: dict[str, dict[str, Any]] = {}
+MINDSET: Registry[dict[str, Any]] = Registry("MindSet dataset", key="dataset")
 
 
 def dataset_name(short: str) -> str:
@@ -94,7 +96,8 @@ def register_mindset(short: str, Config: type, description: str, reference: str,
     text = f"{description} [{reference}] conditions: {listed}"
     if figure:
         text += f"; follows {figure}"
-    MINDSET[name] = {"conditions": conditions, "reference": reference, "figure": figure}
+    MINDSET.register(name, {"conditions": conditions, "reference": reference, "figure": figure},
+                     origin=items.__module__)
     return register(name, Config, text, reference, items=items, render=render, random=random,
                     test_params=dict(lite if test_params is None else test_params),
                     presets={"paper": dict(paper), "lite": dict(lite), **(presets or {})})
