@@ -192,15 +192,22 @@ def _running_command() -> str:
         return ""
 
 
+def weights_of(c: dict):
+    """The weights a job's ``pretrained``/``weights``/``init_seed`` keys ask for (a ``weights=`` file wins over
+    ``pretrained``)."""
+    from .zoo import WeightsSpec
+
+    return WeightsSpec(pretrained=bool(c["pretrained"]) and not c["weights"], file=c["weights"],
+                       init_seed=int(c["init_seed"]))
+
+
 def _load(c: dict, task_kind: str = "", extraction_only: bool = False):
     """The model of a job. ``extraction_only``: the job only extracts features (probe, decoder), so the
     ``fast`` setting applies; jobs that train the module or hook arbitrary layers (fine-tuning, similarity)
     always get the plain module (folded batch norms would neither train nor expose conv outputs as before)."""
-    from .zoo import WeightsSpec, load_model, resolve_preprocess
+    from .zoo import load_model, resolve_preprocess
 
-    weights = WeightsSpec(pretrained=bool(c["pretrained"]) and not c["weights"], file=c["weights"],
-                          init_seed=int(c["init_seed"]))
-    return load_model(c["model"], weights, resolve_preprocess(c["preprocess"], task_kind),
+    return load_model(c["model"], weights_of(c), resolve_preprocess(c["preprocess"], task_kind),
                       tuple(c.get("taps") or ()), c["device"], c["hub"], c.get("model_kwargs") or {},
                       fast=extraction_only and bool(c.get("fast", True)))
 

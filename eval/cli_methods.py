@@ -5,14 +5,7 @@ Each command parses its Hydra config (``configs/eval_<name>.yaml``, shared setti
 """
 from __future__ import annotations
 
-from .cli import _container, _fail, command
-
-
-def _weights(c: dict):
-    from .zoo import WeightsSpec
-
-    return WeightsSpec(pretrained=bool(c["pretrained"]) and not c["weights"], file=c["weights"],
-                       init_seed=int(c["init_seed"]))
+from .cli import _container, _fail, command, weights_of
 
 
 @command("ood", "ImageNet OOD / 16-class decisions   model=<id> task=<stimulus folder> out=<results dir>",
@@ -28,7 +21,7 @@ def ood_job(cfg) -> None:
         settings["seeds"] = tuple(settings["seeds"])
         ocfg = OODConfig(**settings)
         tasks = ood_tasks(c["task"], ocfg.decision, c["target"], c.get("conditions"), c.get("datasets"))
-        clf = load_classifier(c["model"], _weights(c), resolve_preprocess(c["preprocess"], "ood"),
+        clf = load_classifier(c["model"], weights_of(c), resolve_preprocess(c["preprocess"], "ood"),
                               tuple(c.get("taps") or ()), c["device"], c["hub"], c.get("model_kwargs") or {})
     except (ZooError, WeightsUnavailable, TaskError, ValueError, TypeError) as e:
         _fail(str(e))

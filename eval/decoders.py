@@ -96,16 +96,10 @@ class DecoderData:
 
 def load_decoder_data(root, cfg: DecoderConfig) -> DecoderData:
     """The rows of a generated dataset (``annotations.parquet``) used by ``cfg``, with their splits."""
-    from .tasks import TaskError, hashed_split
+    from .tasks import TaskError, hashed_split, read_annotations
 
     root = Path(root)
-    if not (root / "annotations.parquet").is_file():
-        raise TaskError(f"task={root}: decoders read a generated dataset (annotations.parquet); none there")
-    ann = pd.read_parquet(root / "annotations.parquet")
-    if "skipped" in ann:
-        ann = ann[ann["skipped"].fillna("").astype(str) == ""]
-    if "set_id" not in ann and "pair_id" in ann:
-        ann = ann.rename(columns={"pair_id": "set_id"})
+    ann = read_annotations(root, "decoders")
     missing = [t for t in cfg.targets if t not in ann]
     if missing:
         raise TaskError(f"decoder.targets={missing}: not columns of {root / 'annotations.parquet'}; columns: {list(ann)}")

@@ -322,9 +322,9 @@ def _mvh_task(folder: Path, decision: str) -> TaskData:
 def _generated_tasks(root: Path, decision: str, target: str | None, conditions) -> list[TaskData]:
     from tasks.imagenet16 import categories
 
-    ann = pd.read_parquet(root / "annotations.parquet")
-    if "skipped" in ann:
-        ann = ann[ann["skipped"].fillna("").astype(str) == ""]
+    from .tasks import read_annotations
+
+    ann = read_annotations(root, "OOD classification")
     if target:
         if target not in ann:
             raise TaskError(f"target={target!r}: not a column of {root / 'annotations.parquet'}; columns: {list(ann)}")

@@ -384,18 +384,12 @@ def level_tests(dist: pd.DataFrame, n_perm: int, seed: int) -> pd.DataFrame:
 
 
 def load_annotations(root) -> tuple[Path, pd.DataFrame, str]:
-    from .tasks import TaskError
+    from .tasks import read_annotations
 
     root = Path(root)
-    if not (root / "annotations.parquet").is_file():
-        raise TaskError(f"task={root}: similarity judgment reads a generated dataset (annotations.parquet); none there")
-    ann = pd.read_parquet(root / "annotations.parquet")
-    if "skipped" in ann:
-        ann = ann[ann["skipped"].fillna("").astype(str) == ""]
-    if "set_id" not in ann and "pair_id" in ann:
-        ann = ann.rename(columns={"pair_id": "set_id"})
+    ann = read_annotations(root, "similarity judgments")
     name = str(ann["dataset"].iloc[0]) if "dataset" in ann and len(ann) else root.name
-    return root, ann.reset_index(drop=True), name
+    return root, ann, name
 
 
 def run_similarity(loaded, task_dir, model_id: str, cfg: SimilarityConfig, results_dir,

@@ -185,6 +185,23 @@ def hashed_split(keys, val_fraction: float, test_fraction: float, seed: int = 0)
     return np.where(u < test_fraction, "test", np.where(u < test_fraction + val_fraction, "val", "train"))
 
 
+def read_annotations(root, reader: str = "") -> pd.DataFrame:
+    """The written rows of a generated dataset (``python -m tasks.generate``'s ``annotations.parquet``): rows of
+    unusable inputs (``skipped`` non-empty) dropped, the pre-issue-13 column ``pair_id`` read as ``set_id``, index
+    reset. ``reader`` (e.g. "decoders") names who needs it in the error when there is no such table."""
+    root = Path(root)
+    table = root / "annotations.parquet"
+    if not table.is_file():
+        who = f"{reader} read" if reader else "this reads"
+        raise TaskError(f"task={root}: {who} a generated dataset (annotations.parquet); none there")
+    ann = pd.read_parquet(table)
+    if "skipped" in ann:  # the reason an input was unusable ("" for written images)
+        ann = ann[ann["skipped"].fillna("").astype(str) == ""]
+    if "set_id" not in ann and "pair_id" in ann:  # datasets written before the column was renamed (issue 13)
+        ann = ann.rename(columns={"pair_id": "set_id"})
+    return ann.reset_index(drop=True)
+
+
 @register_layout("generated", "a generated dataset with annotations.parquet",
                  lambda root: (root / "annotations.parquet").is_file())
 def _generated(root: Path, target: str | None, val_fraction: float, test_fraction: float, seed: int,
@@ -192,9 +209,7 @@ def _generated(root: Path, target: str | None, val_fraction: float, test_fractio
     """``python -m tasks.generate`` output: splits by a stable hash of ``set_id`` (or ``item_id``)."""
     if not target:
         raise TaskError(f"task={root}: a generated 2D dataset needs target=<column> (e.g. target=condition)")
-    ann = pd.read_parquet(root / "annotations.parquet")
-    if "skipped" in ann:  # the reason an input was unusable ("" for written images)
-        ann = ann[ann["skipped"].fillna("").astype(str) == ""]
+    ann = read_annotations(root)
     images = ann["file_name"].astype(str).tolist()
     if conditions:
         have = set(ann["condition"].astype(str))
@@ -205,8 +220,6 @@ def _generated(root: Path, target: str | None, val_fraction: float, test_fractio
     if target not in ann.columns:
         raise TaskError(f"target={target!r}: not a column of {root / 'annotations.parquet'}; "
                         f"columns: {list(ann.columns)}")
-    if "set_id" not in ann and "pair_id" in ann:  # datasets written before the column was renamed (issue 13)
-        ann = ann.rename(columns={"pair_id": "set_id"})
     key = ann["set_id"].where(ann["set_id"].astype(str) != "", ann["item_id"]) if "set_id" in ann else ann["item_id"]
     key = key.astype(str)
     classes = sorted(ann[target].astype(str).unique())
