@@ -25,7 +25,12 @@ Original: ``global_change`` draws Baker et al.'s (2018) line drawings at ``objec
 px; ``global_change_baker2022`` reads Baker & Elder's 9 animals × 40 silhouettes × 3 conditions = 1,080
 images at longest side 200 without antialiasing. Preset ``baker2022`` makes the same design from the
 library's models of those animals (bear, bunny, cat, elephant, frog, lizard, tiger, turtle, wolf; 40
-instances each, side views facing right or left (canonical inclination), ``halves``, binary pixels): 1,080 images. Conditions
+instances each, side views facing right or left (canonical inclination), ``halves``, binary pixels, white on
+black as the original's defaults): 1,080 images. ``paper`` (``global_change.0``'s design): the 36 objects of
+``_objects.BAKER36`` standing in for Baker et al.'s 36 drawings × 3 conditions = 108 images: line drawings at
+longest side 120, ``halves`` with ``halves_scale=keep`` (the manipulated figure stays at the drawing's scale,
+shrunk only when wider than the canvas, as MindSet's ``global_change`` pastes it), white on black;
+``imagenet16``: 16 ImageNet-16 categories × 5 (240; the 16-class OOD use). Conditions
 ``whole`` (the original's folder ``original``) / ``fragmented`` / ``frankenstein``; ``set_id`` links the
 three images of an object.
 """
@@ -36,7 +41,8 @@ import dataclasses
 import numpy as np
 
 from ..registry import ConfigError, Item, field
-from ._objects import ObjectsConfig, compose, library_categories, object_alpha, object_params
+from ._objects import (WHITE_ON_BLACK, ObjectsConfig, compose, library_categories, object_alpha, object_list,
+                       object_params)
 from .common import background_params, item_rng, register_mindset
 from .objects_drawings import REFERENCE, object_items
 
@@ -54,6 +60,9 @@ class GlobalChangeConfig(ObjectsConfig):
     manipulation: str = field("quarters", "quarters: four pieces moved apart, the top mirrored in the object's "
                               "box, equal ink; halves: Baker & Elder's (top half beside the bottom one / mirrored "
                               "and re-aligned, each figure scaled to longest_side)", choices=MANIPULATIONS)
+    halves_scale: str = field("refit", "halves: refit = the manipulated figure scaled to longest_side (Baker & "
+                              "Elder's images); keep = at the drawing's scale, shrunk only where it would leave the "
+                              "canvas (MindSet's global_change)", choices=("refit", "keep"))
     facing: str = field("canonical", "canonical: each category's canonical view; side: a side view (azimuth 0 "
                         "or 180, seeded: facing right or left; the category's canonical inclination), as Baker & "
                         "Elder's silhouettes",
@@ -72,15 +81,14 @@ def _bases(cfg: GlobalChangeConfig, seed: int):
         return
     from scenes.objects import canonical_view
 
-    for c in cfg.categories:
-        for i in range(1, cfg.instances + 1):
-            rng = item_rng(seed, c, i)
-            az = 180.0 * int(rng.integers(0, 2))
-            az += float(rng.uniform(-cfg.azimuth_jitter, cfg.azimuth_jitter)) if cfg.azimuth_jitter else 0.0
-            inc = canonical_view(c)[1]  # a lizard or a turtle is seen from above its side, as the canonical view
-            inc += float(rng.uniform(-cfg.inclination_jitter, cfg.inclination_jitter)) if cfg.inclination_jitter else 0.0
-            p = {**object_params(cfg, c, i, seed, rng, azimuth=az, inclination=inc), **background_params(cfg, rng)}
-            yield Item("whole", f"{c}_{i:02d}", p)
+    for c, i in object_list(cfg):
+        rng = item_rng(seed, c, i)
+        az = 180.0 * int(rng.integers(0, 2))
+        az += float(rng.uniform(-cfg.azimuth_jitter, cfg.azimuth_jitter)) if cfg.azimuth_jitter else 0.0
+        inc = canonical_view(c)[1]  # a lizard or a turtle is seen from above its side, as the canonical view
+        inc += float(rng.uniform(-cfg.inclination_jitter, cfg.inclination_jitter)) if cfg.inclination_jitter else 0.0
+        p = {**object_params(cfg, c, i, seed, rng, azimuth=az, inclination=inc), **background_params(cfg, rng)}
+        yield Item("whole", f"{c}_{i:02d}", p)
 
 
 def _items(cfg: GlobalChangeConfig, seed: int):
@@ -88,7 +96,7 @@ def _items(cfg: GlobalChangeConfig, seed: int):
         rng = item_rng(seed, "fragments", base.item_id)
         turns = "".join(str(int(b)) for b in rng.integers(0, 2, 4))
         p = {**base.params, "drawing": cfg.drawing, "manipulation": cfg.manipulation,
-             "fragment_gap": int(cfg.fragment_gap), "fragment_turns": turns}
+             "fragment_gap": int(cfg.fragment_gap), "fragment_turns": turns, "halves_scale": cfg.halves_scale}
         for cond in CONDITIONS:
             yield Item(cond, f"{base.item_id}_{cond}", p, set_id=base.item_id)
 
@@ -194,7 +202,11 @@ def _render(cfg: GlobalChangeConfig, item):
     alpha = object_alpha(cfg, p, p["drawing"])
     if p["manipulation"] == "halves" and item.condition != "whole":
         fig = halves_frankenstein(alpha) if item.condition == "frankenstein" else halves_fragmented(alpha)
-        alpha = fit_longest_side(fig, float(p["longest_side"]), cfg.canvas_size, binary=not cfg.antialias)
+        longest = float(p["longest_side"])
+        if p.get("halves_scale") == "keep":  # the drawing's scale unless the figure would leave the canvas
+            rows, cols = np.nonzero(fig > 0)
+            longest = min(float(max(np.ptp(rows), np.ptp(cols)) + 1), float(cfg.canvas_size))
+        alpha = fit_longest_side(fig, longest, cfg.canvas_size, binary=not cfg.antialias)
     elif item.condition == "frankenstein":
         alpha = frankenstein(alpha)
     elif item.condition == "fragmented":
@@ -204,7 +216,11 @@ def _render(cfg: GlobalChangeConfig, item):
 
 register_mindset("global_change", GlobalChangeConfig, "objects whole / fragmented / frankenstein with equal pixel mass",
                  REFERENCE + "; Baker & Elder 2022", items=_items, render=_render, conditions=CONDITIONS,
-                 paper={"instances": 5, "longest_side": 120},
+                 paper={"object_set": "baker36", "longest_side": 120, "drawing": "line", "manipulation": "halves",
+                        "halves_scale": "keep", **WHITE_ON_BLACK},
                  lite={"instances": 1, "categories": ("bear", "bicycle", "elephant")},
-                 presets={"baker2022": {"instances": 40, "longest_side": 200, "categories": library_categories("baker2022"),
-                                        "manipulation": "halves", "facing": "side", "antialias": False}})
+                 presets={"imagenet16": {"object_set": "grid", "categories": library_categories("imagenet16"),
+                                         "instances": 5, "longest_side": 120},
+                          "baker2022": {"instances": 40, "longest_side": 200, "categories": library_categories("baker2022"),
+                                        "manipulation": "halves", "facing": "side", "antialias": False,
+                                        **WHITE_ON_BLACK}})
