@@ -169,7 +169,7 @@ def test_global_change_paper_halves_at_the_drawings_scale(tmp_path):
                                                                    "categories": ["bench", "wolf"], "instances": 1},
                         seed=0, progress=False)
     df = pd.read_parquet(out / "annotations.parquet")
-    assert len(df) == 6 and (df.manipulation == "halves").all() and (df.drawing == "line").all()
+    assert len(df) == 6 and (df.manipulation == "mindset").all() and (df.drawing == "line").all()
     for _, g in df.groupby("set_id"):
         box = {}
         for r in g.itertuples():
@@ -185,3 +185,25 @@ def test_global_change_paper_halves_at_the_drawings_scale(tmp_path):
             if wc < 218:
                 assert abs(hc - h) <= 2, (c, box)
         assert box["fragmented"][1] > w, "the halves side by side are wider than the whole"
+
+
+def test_mindset_halves_cuts_at_half_height_mirrors_the_top_and_aligns_the_end_pixels():
+    """MindSet's rule on a drawn L-shaped figure: cut at h // 2; Frankenstein's halves share the column of their
+    leftmost ink on the cut, fragmented's top (mirrored) starts where the bottom's first row ends."""
+    from tasks.stimuli.mindset.objects_global import mindset_halves
+
+    a = np.zeros((40, 60), np.float32)
+    a[5:15, 10:20] = 1  # top half: a block at the left of the box
+    a[15:25, 10:40] = 1  # bottom half: a wider block
+    box = a[5:25, 10:40]
+    assert np.array_equal(mindset_halves(a, "whole"), box)
+    for cond in ("frankenstein", "fragmented"):
+        f = mindset_halves(a, cond)
+        assert f.shape[0] == 20 and f.sum() == box.sum(), "the two halves, nothing lost"
+        top_last, bottom_first = np.nonzero(f[9])[0], np.nonzero(f[10])[0]
+        # the top half is mirrored: its block now at the right of its box
+        assert np.array_equal(np.nonzero(f[:10].any(0))[0], np.arange(top_last.min(), top_last.min() + 10))
+        if cond == "frankenstein":
+            assert top_last.min() == bottom_first.min()
+        else:
+            assert top_last.min() == bottom_first.max()
