@@ -80,14 +80,15 @@ def test_global_change_keeps_pixel_mass(tmp_path):
 
 def test_viewpoint_sets_41_views_and_the_recorded_view_reproduces_the_image(tmp_path):
     gen = get_generator("mindset/viewpoint_invariance")
-    cfg = make_config(gen, {"preset": "paper"})
+    cfg = make_config(gen, {"preset": "all_views"})
     items = list(gen.items(cfg, 0))
     assert len(items) == 8 * 10 * 41
     one = [it for it in items if it.set_id == "car_01"]
     assert len({(it.params["azimuth_deg"], it.params["inclination_deg"]) for it in one}) == 41
     out, df = _gen(tmp_path, "viewpoint_invariance", categories=["dog"], instances=1, drawing="silhouette",
-                   min_inclination=22.5, max_inclination=22.5)
-    assert len(df) == 10 and sorted(df.azimuth_deg) == [36.0 * k for k in range(10)]
+                   min_inclination=0.0, max_inclination=0.0)  # ETH-80's horizontal ring: 16 views
+    assert len(df) == 16 and sorted(df.azimuth_deg) == [0, 22, 45, 68, 90, 112, 135, 158, 180, 202, 225, 248, 270,
+                                                        292, 315, 338]
     from render.drawing import View, buffers, silhouette
     from scenes.objects import build
 

@@ -1,8 +1,11 @@
 """What the MindSet shape and object datasets share: objects from the procedural library
 (``scenes/objects``) drawn by ``render/drawing.py`` instead of Baker et al.'s line drawings and silhouettes.
 
-* :class:`ObjectsConfig` — categories, instances per category, view (canonical + seeded jitter), longest
-  side in pixels, stroke width, ink colour on a white ground (the originals' black on white);
+* :class:`ObjectsConfig` — which objects (``object_set``: ``grid`` = categories × instances 1..n, or
+  ``baker36`` = :data:`BAKER36`), view (canonical + seeded jitter), longest side in pixels, stroke width, ink
+  colour on a white ground (the originals' black on white);
+* :data:`BAKER36` — the fixed 36 (category, instance) pairs that stand in for Baker et al.'s (2018) 36
+  drawings in the ``paper`` presets; :func:`object_list` — the (category, instance) pairs a config draws;
 * :func:`object_params` — one object's annotation columns: ``class_name`` (the library category),
   ``imagenet_index`` (its first ILSVRC-2012 index, -1 if none) and ``imagenet_indices`` (all, space separated),
   ``instance``, ``object_seed``, ``azimuth_deg``, ``inclination_deg``, ``longest_side`` and
@@ -12,6 +15,21 @@
 
 The object of (category, instance) is built with the dataset seed, so every object dataset generated with
 one seed shows the same objects.
+
+Why 36 and which: MindSet's line drawing, silhouette, dotted, segmented, texturized, global change and 2D
+transformation sets draw Baker et al.'s 36 drawings (``assets/baker_2018_linedrawings``, one image per ImageNet
+class, obtained from the authors on request, so not reproduced here): 19 animals (lion, lynx, tiger; standard
+poodle, white wolf; ice bear; hare; ibex, llama, zebra; armadillo; king penguin, peacock, toucan; African
+crocodile; bullfrog; dragonfly, sulphur butterfly; snail) and 17 objects (airship, space shuttle, lawn mower,
+banana, pretzel, beer bottle, coffee mug, teapot, bow tie, running shoe, cello, trombone, hammer, paintbrush,
+revolver, jigsaw puzzle, sewing machine). :data:`BAKER36` keeps that design — 36 images, 19 animals and 17
+objects, every one of an ImageNet-1k class — from the library: each library animal once and, where Baker's set
+has several animals of one kind and the library one model of it, further instances (felines: cat 1-2 and tiger;
+canids: dog 1 and wolf 1; hoofed animals, which the library lacks: elephant, dog 2, wolf 2; birds: bird 1-3;
+the two insects, which the library lacks: bird 4-5, the other flying animal; armadillo and snail: turtle 1-2,
+the armoured and the shelled animal), and every library object category with an ImageNet-1k class once,
+airplane twice (Baker's airship and space shuttle). The 16-class design (``object_set=grid``, 16 ImageNet-16
+categories × 5 instances) is the datasets' preset ``imagenet16``, for the 16-class ImageNet (OOD) use.
 """
 from __future__ import annotations
 
@@ -34,6 +52,28 @@ def library_categories(group: str | None = "imagenet16") -> tuple[str, ...]:
     return tuple(category_names(group))
 
 
+# (category, instance): 19 animals then 17 objects, the groups of Baker et al.'s 36 classes (module docstring)
+BAKER36 = (
+    ("cat", 1), ("cat", 2), ("tiger", 1),  # lion, lynx, tiger
+    ("dog", 1), ("wolf", 1),  # standard poodle, white wolf
+    ("bear", 1), ("bunny", 1),  # ice bear, hare
+    ("elephant", 1), ("dog", 2), ("wolf", 2),  # ibex, llama, zebra (hoofed: the library has none)
+    ("turtle", 1),  # armadillo
+    ("bird", 1), ("bird", 2), ("bird", 3),  # king penguin, peacock, toucan
+    ("lizard", 1), ("frog", 1),  # African crocodile, bullfrog
+    ("bird", 4), ("bird", 5),  # dragonfly, sulphur butterfly (insects: the library has none)
+    ("turtle", 2),  # snail
+    ("airplane", 1), ("airplane", 2),  # airship, space shuttle
+    ("bench", 1), ("bicycle", 1), ("boat", 1), ("bottle", 1), ("car", 1), ("chair", 1), ("clock", 1), ("couch", 1),
+    ("keyboard", 1), ("knife", 1), ("laptop", 1), ("oven", 1), ("plant", 1), ("truck", 1), ("umbrella", 1),
+)
+BAKER36_ANIMALS = 19  # the first 19 pairs
+# the original's committed defaults draw these datasets white on black (background_color [0, 0, 0]: its drawing
+# classes then stroke in white, and 2d_transformations inverts its black-on-white output)
+WHITE_ON_BLACK = {"background_color": (0, 0, 0), "ink_color": (255, 255, 255)}
+OBJECT_SETS = ("grid", "baker36")
+
+
 @dataclasses.dataclass(frozen=True)
 class ObjectsConfig(MindsetConfig):
     background_color: tuple = field((255, 255, 255), "RGB 0-255 of the fixed background (white, as the "
@@ -43,6 +83,9 @@ class ObjectsConfig(MindsetConfig):
                               "library category: the 3D-PC's and Baker & Elder's animals too)",
                               choices=library_categories(None))
     instances: int = field(5, "objects per category (library instances 1..n)", range=(1, 100))
+    object_set: str = field("grid", "which objects: grid = every category × instances 1..instances; baker36 = the "
+                            "fixed 36 (category, instance) pairs standing in for Baker et al.'s 36 drawings "
+                            "(categories and instances are then not used)", choices=OBJECT_SETS)
     longest_side: int = field(200, "the object's longest projected side (px)", range=(16, 2048))
     stroke_width: float = field(2.0, "line width of line drawings (px; constant along every line)", range=(0.5, 20.0))
     azimuth_jitter: float = field(0.0, "views: canonical azimuth + uniform ±this (deg; seeded)", range=(0.0, 180.0))
@@ -59,6 +102,13 @@ class ObjectsConfig(MindsetConfig):
         if self.longest_side > self.canvas_size:
             raise ConfigError(f"longest_side={self.longest_side} is out of range [16, canvas_size={self.canvas_size}]: "
                               "the object must fit the canvas")
+
+
+def object_list(cfg: ObjectsConfig) -> list[tuple[str, int]]:
+    """The (category, instance) pairs ``cfg`` draws, in item order."""
+    if cfg.object_set == "baker36":
+        return list(BAKER36)
+    return [(c, i) for c in cfg.categories for i in range(1, cfg.instances + 1)]
 
 
 def object_params(cfg: ObjectsConfig, category: str, instance: int, seed: int, rng: np.random.Generator | None,

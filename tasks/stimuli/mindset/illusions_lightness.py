@@ -22,6 +22,12 @@ final image). At ``arrow_size`` 1 the arrow is 11 px tall and 6 px wide.
   ambient, so the lit dark check A and the shadowed light check B have the same radiance exactly: equal
   pixel values, recorded (``patch_a_value``, ``patch_b_value``) and measured by the tests. The arrow visits a
   grid of positions over the whole canvas (step ``arrow_step`` px); the condition names what it points at.
+  ``arrow_grid=original`` (``paper``): the original's targets, x and y = step, 2·step, … < canvas (44 × 44 =
+  1,936 at 224 px, step 5), so in the first two rows the arrow is cut by the top edge (the original's 11 px
+  arrow leaves the canvas there too), the target pixel itself always on the canvas;
+  ``arrow_grid=inside`` (preset ``clean``): only rows where the whole arrow is on the canvas and columns 4 px
+  from the sides. ``target_images`` adds an image pointing at the centre pixel of check A and of check B
+  when the grid misses them (``clean`` and ``lite``; not ``paper``: the original has none).
 """
 from __future__ import annotations
 
@@ -437,6 +443,11 @@ ADELSON_CONDITIONS = ("target_a", "target_b", *LABEL_NAMES.values())
 class AdelsonConfig(MindsetConfig, _ArrowConfigMixin):
     arrow_step: int = field(5, "distance between arrow positions (px), a grid over the canvas", range=(1, 512))
     arrow_size: float = field(1.0, "marker scale (1 = 11 px tall)", range=(0.3, 5.0))
+    arrow_grid: str = field("original", "original: targets at step, 2·step, ... < canvas on both axes (the arrow "
+                            "cut by the top edge in the first rows, as the original); inside: only where the whole "
+                            "arrow is on the canvas", choices=("original", "inside"))
+    target_images: bool = field(True, "add an image pointing at the centre pixel of check A and of check B "
+                                "where the grid misses them")
     light_elevation: float = field(34.0, "light elevation above the board (degrees); above ~48 the shadow is too "
                                    "short to cover a whole light check", range=(20.0, 60.0))
     camera_elevation: float = field(42.0, "camera elevation (degrees)", range=(15.0, 80.0))
@@ -503,10 +514,13 @@ def check_index_map(sc: AdelsonScene, S: int) -> np.ndarray:
 def adelson_items(cfg: AdelsonConfig, seed: int):
     sc, img, lab = _adelson_base(cfg)
     a, b, checks = _targets(cfg)
-    rows, cols = _grid(cfg, arrow_height(cfg.arrow_size) + 2, step=cfg.arrow_step)
+    if cfg.arrow_grid == "original":
+        rows = cols = list(range(cfg.arrow_step, cfg.canvas_size, cfg.arrow_step))
+    else:
+        rows, cols = _grid(cfg, arrow_height(cfg.arrow_size) + 2, step=cfg.arrow_step)
     positions = [(ty, tx) for ty in rows for tx in cols]
     # and the centre pixel of each target check, whatever the grid step (the comparison the dataset is for)
-    for q in (a, b):
+    for q in (a, b) if cfg.target_images else ():
         ys, xs = np.nonzero(checks == q[0] * sc.n + q[1])
         k = int(np.argmin((ys - ys.mean()) ** 2 + (xs - xs.mean()) ** 2))
         if (int(ys[k]), int(xs[k])) not in positions:
@@ -541,5 +555,8 @@ register_mindset(
     "Adelson's checker shadow, ray cast from 3D (checkerboard, cylinder, directional + ambient light): checks A "
     "(dark, lit) and B (light, in shadow) have equal pixel values; the arrow on a grid over the canvas — for "
     "the colour picker", "mindset-vision.txt C.2.8; Adelson 1995", items=adelson_items, render=adelson_render,
-    conditions=ADELSON_CONDITIONS, random=False, paper={"arrow_step": 5}, lite={"arrow_step": 40},
+    conditions=ADELSON_CONDITIONS, random=False,
+    paper={"arrow_step": 5, "arrow_grid": "original", "target_images": False},
+    lite={"arrow_step": 40, "arrow_grid": "original", "target_images": True},
+    presets={"clean": {"arrow_step": 5, "arrow_grid": "inside", "target_images": True}},
     figure="Adelson's checker-shadow figure (MindSet Fig. 3, Adelson panel)")

@@ -10,9 +10,13 @@ uses Baker et al.'s (2018) line drawings of ImageNet classes, obtained on reques
   the drawing (``del``) and keeps exactly that part in the complement (``del_complement``): every pixel
   of the drawing goes wholly to one of the two, so the two are disjoint and their union is the drawing.
 
-One folder per category (conditions = the 16 ImageNet-16 names; segmented: ``del``/``del_complement``,
-class in a column). Each row carries the object's labels and view (see ``_objects.py``); the paper
-preset draws 5 instances per category at longest side 200 px on 224 px, black on white.
+One folder per category (conditions = the library category names; segmented: ``del``/``del_complement``,
+class in a column). Each row carries the object's labels and view (see ``_objects.py``). Presets: ``paper``
+draws the 36 objects of ``_objects.BAKER36`` (19 animals, 17 objects, standing in for Baker et al.'s 36
+drawings: 36 images, segmented 72, as the original) at longest side 200 px on 224 px, white on black as the
+original's committed defaults draw them;
+``imagenet16`` draws 5 instances of each ImageNet-16 category (80 images, segmented 160) for the 16-class
+ImageNet (OOD) use, black on white (as the 16-class silhouettes and drawings of Geirhos et al.).
 """
 from __future__ import annotations
 
@@ -22,19 +26,19 @@ from collections import deque
 import numpy as np
 
 from ..registry import Item, field
-from ._objects import ObjectsConfig, compose, library_categories, object_alpha, object_params
+from ._objects import (WHITE_ON_BLACK, ObjectsConfig, compose, library_categories, object_alpha, object_list,
+                       object_params)
 from .common import background_params, disc, item_rng, new_canvas, paint, register_mindset, to_uint8, background_rgb
 
 REFERENCE = "mindset-vision.txt C.3; Baker et al. 2018 (line drawings of ImageNet classes)"
 
 
 def object_items(cfg: ObjectsConfig, seed: int, condition=None):
-    """One item per (category, instance): condition = the category (or ``condition(category)``)."""
-    for c in cfg.categories:
-        for i in range(1, cfg.instances + 1):
-            rng = item_rng(seed, c, i)
-            p = {**object_params(cfg, c, i, seed, rng), **background_params(cfg, rng)}
-            yield Item(c if condition is None else condition, f"{c}_{i:02d}", p)
+    """One item per (category, instance) of :func:`object_list`: condition = the category (or ``condition``)."""
+    for c, i in object_list(cfg):
+        rng = item_rng(seed, c, i)
+        p = {**object_params(cfg, c, i, seed, rng), **background_params(cfg, rng)}
+        yield Item(c if condition is None else condition, f"{c}_{i:02d}", p)
 
 
 def _items(cfg, seed):
@@ -49,14 +53,19 @@ def _render_silhouette(cfg, item):
     return compose(cfg, item.params, object_alpha(cfg, item.params, "silhouette")), {}
 
 
-PAPER = {"instances": 5}
+PAPER = {"object_set": "baker36", **WHITE_ON_BLACK}  # Baker et al.'s 36 drawings' design: 36 images (see _objects.BAKER36)
+IMAGENET16 = {"object_set": "grid", "categories": library_categories("imagenet16"), "instances": 5}
 LITE = {"instances": 1, "categories": ("airplane", "bicycle", "cat", "chair")}
 CATS = library_categories(None)  # condition vocabulary: any library category
 
-register_mindset("line_drawings", ObjectsConfig, "line drawings of procedural objects of the 16 ImageNet-16 classes",
-                 REFERENCE, items=_items, render=_render_lines, conditions=CATS, paper=PAPER, lite=LITE)
-register_mindset("silhouettes", ObjectsConfig, "filled silhouettes of procedural objects of the 16 ImageNet-16 classes",
-                 REFERENCE, items=_items, render=_render_silhouette, conditions=CATS, paper=PAPER, lite=LITE)
+register_mindset("line_drawings", ObjectsConfig, "line drawings of procedural objects (paper: 36 standing in for Baker et al.'s "
+                 "drawings; imagenet16: the 16 ImageNet-16 classes × 5)",
+                 REFERENCE, items=_items, render=_render_lines, conditions=CATS, paper=PAPER, lite=LITE,
+                 presets={"imagenet16": IMAGENET16})
+register_mindset("silhouettes", ObjectsConfig, "filled silhouettes of procedural objects (paper: 36 standing in for Baker et al.'s "
+                 "drawings; imagenet16: the 16 ImageNet-16 classes × 5)",
+                 REFERENCE, items=_items, render=_render_silhouette, conditions=CATS, paper=PAPER, lite=LITE,
+                 presets={"imagenet16": IMAGENET16})
 
 
 # ---------------------------------------------------------------------------------------------- dotted
@@ -133,7 +142,8 @@ def _render_dotted(cfg: DottedConfig, item):
 
 register_mindset("dotted_line_drawings", DottedConfig, "line drawings of procedural objects drawn as dots "
                  "dot_distance px apart", REFERENCE, items=_items, render=_render_dotted, conditions=CATS,
-                 paper={**PAPER, "dot_distance": 5.0, "dot_radius": 1.0}, lite=LITE)
+                 paper={**PAPER, "dot_distance": 5.0, "dot_radius": 1.0}, lite=LITE,
+                 presets={"imagenet16": {**IMAGENET16, "dot_distance": 5.0, "dot_radius": 1.0}})
 
 
 # ---------------------------------------------------------------------------------------------- segmented
@@ -196,4 +206,5 @@ register_mindset("segmented_line_drawings", SegmentedConfig, "complementary halv
                  "a stripe grid deletes part of the drawing, the complement keeps exactly that part",
                  REFERENCE + "; Biederman 1987", items=_segmented_items, render=_render_segmented,
                  conditions=("del", "del_complement"), paper={**PAPER, "grid_degree": 45.0, "grid_size": 8,
-                                                              "grid_thickness": 4}, lite=LITE)
+                                                              "grid_thickness": 4}, lite=LITE,
+                 presets={"imagenet16": {**IMAGENET16, "grid_degree": 45.0, "grid_size": 8, "grid_thickness": 4}})

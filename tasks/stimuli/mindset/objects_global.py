@@ -25,7 +25,12 @@ Original: ``global_change`` draws Baker et al.'s (2018) line drawings at ``objec
 px; ``global_change_baker2022`` reads Baker & Elder's 9 animals × 40 silhouettes × 3 conditions = 1,080
 images at longest side 200 without antialiasing. Preset ``baker2022`` makes the same design from the
 library's models of those animals (bear, bunny, cat, elephant, frog, lizard, tiger, turtle, wolf; 40
-instances each, side views facing right or left (canonical inclination), ``halves``, binary pixels): 1,080 images. Conditions
+instances each, side views facing right or left (canonical inclination), ``halves``, binary pixels, white on
+black as the original's defaults): 1,080 images. ``paper`` (``global_change.0``'s design): the 36 objects of
+``_objects.BAKER36`` standing in for Baker et al.'s 36 drawings × 3 conditions = 108 images: line drawings at
+longest side 120, ``manipulation=mindset`` (MindSet's ``global_change``: :func:`mindset_halves`, the figure at
+the drawing's scale, shrunk only when wider than the canvas), white on black;
+``imagenet16``: 16 ImageNet-16 categories × 5 (240; the 16-class OOD use). Conditions
 ``whole`` (the original's folder ``original``) / ``fragmented`` / ``frankenstein``; ``set_id`` links the
 three images of an object.
 """
@@ -36,12 +41,13 @@ import dataclasses
 import numpy as np
 
 from ..registry import ConfigError, Item, field
-from ._objects import ObjectsConfig, compose, library_categories, object_alpha, object_params
+from ._objects import (WHITE_ON_BLACK, ObjectsConfig, compose, library_categories, object_alpha, object_list,
+                       object_params)
 from .common import background_params, item_rng, register_mindset
 from .objects_drawings import REFERENCE, object_items
 
 CONDITIONS = ("whole", "fragmented", "frankenstein")
-MANIPULATIONS = ("quarters", "halves")
+MANIPULATIONS = ("quarters", "halves", "mindset")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,7 +59,9 @@ class GlobalChangeConfig(ObjectsConfig):
                               range=(0, 512))
     manipulation: str = field("quarters", "quarters: four pieces moved apart, the top mirrored in the object's "
                               "box, equal ink; halves: Baker & Elder's (top half beside the bottom one / mirrored "
-                              "and re-aligned, each figure scaled to longest_side)", choices=MANIPULATIONS)
+                              "and re-aligned, each figure scaled to longest_side); mindset: MindSet's global_change (halves at "
+                              "half the drawing's height, aligned by their end pixels on the cut, at the drawing's "
+                              "scale)", choices=MANIPULATIONS)
     facing: str = field("canonical", "canonical: each category's canonical view; side: a side view (azimuth 0 "
                         "or 180, seeded: facing right or left; the category's canonical inclination), as Baker & "
                         "Elder's silhouettes",
@@ -72,15 +80,14 @@ def _bases(cfg: GlobalChangeConfig, seed: int):
         return
     from scenes.objects import canonical_view
 
-    for c in cfg.categories:
-        for i in range(1, cfg.instances + 1):
-            rng = item_rng(seed, c, i)
-            az = 180.0 * int(rng.integers(0, 2))
-            az += float(rng.uniform(-cfg.azimuth_jitter, cfg.azimuth_jitter)) if cfg.azimuth_jitter else 0.0
-            inc = canonical_view(c)[1]  # a lizard or a turtle is seen from above its side, as the canonical view
-            inc += float(rng.uniform(-cfg.inclination_jitter, cfg.inclination_jitter)) if cfg.inclination_jitter else 0.0
-            p = {**object_params(cfg, c, i, seed, rng, azimuth=az, inclination=inc), **background_params(cfg, rng)}
-            yield Item("whole", f"{c}_{i:02d}", p)
+    for c, i in object_list(cfg):
+        rng = item_rng(seed, c, i)
+        az = 180.0 * int(rng.integers(0, 2))
+        az += float(rng.uniform(-cfg.azimuth_jitter, cfg.azimuth_jitter)) if cfg.azimuth_jitter else 0.0
+        inc = canonical_view(c)[1]  # a lizard or a turtle is seen from above its side, as the canonical view
+        inc += float(rng.uniform(-cfg.inclination_jitter, cfg.inclination_jitter)) if cfg.inclination_jitter else 0.0
+        p = {**object_params(cfg, c, i, seed, rng, azimuth=az, inclination=inc), **background_params(cfg, rng)}
+        yield Item("whole", f"{c}_{i:02d}", p)
 
 
 def _items(cfg: GlobalChangeConfig, seed: int):
@@ -169,6 +176,40 @@ def halves_frankenstein(alpha: np.ndarray) -> np.ndarray:
     return out
 
 
+def _end(rows: np.ndarray, step: int, last: bool) -> int:
+    """Leftmost (or, ``last``, rightmost) ink column of ``rows[0]``, or of the first row with ink going
+    ``step`` (+1 down, -1 up) from it."""
+    order = range(len(rows)) if step > 0 else range(len(rows) - 1, -1, -1)
+    for r in order:
+        cols = np.nonzero(rows[r] > 0)[0]
+        if len(cols):
+            return int(cols.max() if last else cols.min())
+    raise ValueError("a half of the drawing has no ink")
+
+
+def mindset_halves(alpha: np.ndarray, condition: str) -> np.ndarray:
+    """MindSet's ``global_change`` figure (its code, re-implemented): the drawing's box cut at row h // 2; for
+    ``frankenstein`` and ``fragmented`` the top half is mirrored left-right in the box; Frankenstein shifts the
+    halves so the leftmost ink of the top's last row and of the bottom's first row share a column, fragmented so
+    the top's leftmost meets the bottom's rightmost (the halves side by side, touching there); ``whole`` is the
+    box unchanged. A cut row without ink uses the nearest row of its half that has some (the original would
+    fail). float32 [h, w'] at the drawing's scale."""
+    rows, cols = np.nonzero(alpha > 0)
+    box = alpha[rows.min():rows.max() + 1, cols.min():cols.max() + 1]
+    if condition == "whole":
+        return box.astype(np.float32)
+    H, W = box.shape
+    cut = H // 2
+    top, bottom = box[:cut][:, ::-1], box[cut:]
+    t = _end(top, -1, last=False)
+    b = _end(bottom, +1, last=condition == "fragmented")
+    top_off, bottom_off = max(0, b - t), max(0, t - b)
+    out = np.zeros((H, W + max(top_off, bottom_off)), np.float32)
+    out[:cut, top_off:top_off + W] = top
+    out[cut:, bottom_off:bottom_off + W] = bottom
+    return out
+
+
 def fit_longest_side(figure: np.ndarray, longest: float, canvas: int, binary: bool) -> np.ndarray:
     """The figure's ink cropped, scaled (area-averaged) so its longest side is ``longest`` px, centred on a
     ``canvas`` square; thresholded at 0.5 when ``binary`` (the original resizes, then thresholds)."""
@@ -192,7 +233,12 @@ def fit_longest_side(figure: np.ndarray, longest: float, canvas: int, binary: bo
 def _render(cfg: GlobalChangeConfig, item):
     p = item.params
     alpha = object_alpha(cfg, p, p["drawing"])
-    if p["manipulation"] == "halves" and item.condition != "whole":
+    if p["manipulation"] == "mindset":  # at the drawing's scale, shrunk only when wider than the canvas
+        fig = mindset_halves(alpha, item.condition)
+        rows, cols = np.nonzero(fig > 0)  # the ink's extent (the array can be wider: the halves' offsets)
+        longest = min(float(max(np.ptp(rows), np.ptp(cols)) + 1), float(cfg.canvas_size))
+        alpha = fit_longest_side(fig, longest, cfg.canvas_size, binary=not cfg.antialias)
+    elif p["manipulation"] == "halves" and item.condition != "whole":
         fig = halves_frankenstein(alpha) if item.condition == "frankenstein" else halves_fragmented(alpha)
         alpha = fit_longest_side(fig, float(p["longest_side"]), cfg.canvas_size, binary=not cfg.antialias)
     elif item.condition == "frankenstein":
@@ -204,7 +250,11 @@ def _render(cfg: GlobalChangeConfig, item):
 
 register_mindset("global_change", GlobalChangeConfig, "objects whole / fragmented / frankenstein with equal pixel mass",
                  REFERENCE + "; Baker & Elder 2022", items=_items, render=_render, conditions=CONDITIONS,
-                 paper={"instances": 5, "longest_side": 120},
+                 paper={"object_set": "baker36", "longest_side": 120, "drawing": "line", "manipulation": "mindset",
+                        **WHITE_ON_BLACK},
                  lite={"instances": 1, "categories": ("bear", "bicycle", "elephant")},
-                 presets={"baker2022": {"instances": 40, "longest_side": 200, "categories": library_categories("baker2022"),
-                                        "manipulation": "halves", "facing": "side", "antialias": False}})
+                 presets={"imagenet16": {"object_set": "grid", "categories": library_categories("imagenet16"),
+                                         "instances": 5, "longest_side": 120},
+                          "baker2022": {"instances": 40, "longest_side": 200, "categories": library_categories("baker2022"),
+                                        "manipulation": "halves", "facing": "side", "antialias": False,
+                                        **WHITE_ON_BLACK}})

@@ -5,7 +5,11 @@
   ``font_max`` px, each turned by a random angle in ±``max_rotation``; the original's chars variant, which
   the authors recommend) or of short parallel lines (``texture=lines``: segments ``line_length`` px long at
   one random slope per image, on a jittered grid every ``line_spacing`` px). No outline is drawn: the shape is
-  carried by where the texture stops. Condition = category.
+  carried by where the texture stops. Condition = category. ``paper`` = the original's 36 drawings × 500
+  samples, with the 36 objects of ``_objects.BAKER36`` standing in for the drawings (18,000 images), white
+  texture on black as the original's defaults;
+  ``imagenet16`` = the 16 ImageNet-16 categories × 5 instances × 225 samples (18,000; the 16-class OOD use);
+  ``lines`` = ``paper`` with the line texture.
 * ``mindset/texturized_blobs`` — unfamiliar smooth blobs (one per blob id and seed) shown filled
   (``blob``) and filled with characters (``texturized_blob``); ``set_id`` = the blob, for the similarity
   judgment "same blob texturized is closer than other blobs".
@@ -21,7 +25,7 @@ import string
 import numpy as np
 
 from ..registry import ConfigError, Item, field
-from ._objects import ObjectsConfig, compose, library_categories, object_alpha
+from ._objects import WHITE_ON_BLACK, ObjectsConfig, compose, library_categories, object_alpha
 from .common import (SUPERSAMPLE, MindsetConfig, background_params, background_rgb, check_order, check_rgb, coverage,
                      coverage_box, item_rng, new_canvas, paint_coverage, polygon, register_mindset, segment,
                      text_coverage, text_image_size, to_uint8)
@@ -250,9 +254,11 @@ def _render(cfg: TexturizedConfig, item):
 register_mindset("texturized_line_drawings", TexturizedConfig, "object shapes shown only by a texture of characters "
                  "or short lines filling them", REFERENCE, items=_items, render=_render,
                  conditions=library_categories(None),
-                 paper={"instances": 5, "samples": 225, "texture": "characters"},
+                 paper={"object_set": "baker36", "samples": 500, "texture": "characters", **WHITE_ON_BLACK},
                  lite={"instances": 1, "samples": 1, "categories": ("bicycle", "elephant")},
-                 presets={"lines": {"instances": 5, "samples": 225, "texture": "lines"}})
+                 presets={"lines": {"object_set": "baker36", "samples": 500, "texture": "lines", **WHITE_ON_BLACK},
+                          "imagenet16": {"object_set": "grid", "categories": library_categories("imagenet16"),
+                                         "instances": 5, "samples": 225, "texture": "characters"}})
 
 
 # ---------------------------------------------------------------------------------------------- blobs

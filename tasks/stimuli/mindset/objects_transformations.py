@@ -12,7 +12,11 @@ coordinates are continuous pixels (x right, y down, pixel centres at +0.5). The 
 (``a11 a12 tx / a21 a22 ty``), so any tool can reproduce the image from the untransformed drawing (tested
 with scikit-image, independently of the generator's SciPy warp). Conditions: ``train``, ``test``; the
 class is a column. Defaults follow the original (translation ±0.2 of the canvas, scale 0.5-0.9, rotation
-0-360) with the rotation range split: train 0-180°, test 180-360°.
+0-360) with the rotation range split: train 0-180°, test 180-360°. ``paper``: the 36 objects of
+``_objects.BAKER36`` (standing in for Baker et al.'s 36 drawings) × 25 train + 25 test images = 1,800, the
+original's 36 × 50 draws over rotation 0-360° (here stratified: half in each half-turn), white on black (the
+original draws black on white and inverts);
+``imagenet16``: the 16 ImageNet-16 categories × 5 instances × 50 per split (8,000; the 16-class OOD use).
 """
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ import math
 import numpy as np
 
 from ..registry import ConfigError, Item, field
-from ._objects import ObjectsConfig, compose, object_alpha
+from ._objects import WHITE_ON_BLACK, ObjectsConfig, compose, library_categories, object_alpha
 from .common import item_rng, register_mindset
 from .objects_drawings import REFERENCE, object_items
 
@@ -111,5 +115,7 @@ def _render(cfg: TransformConfig, item):
 
 register_mindset("transformations_2d", TransformConfig, "line drawings translated, scaled, rotated and sheared, "
                  "train and test ranges; the forward affine is recorded", REFERENCE, items=_items, render=_render,
-                 conditions=("train", "test"), paper={"instances": 5, "samples": 50},
+                 conditions=("train", "test"), paper={"object_set": "baker36", "samples": 25, **WHITE_ON_BLACK},
+                 presets={"imagenet16": {"object_set": "grid", "categories": library_categories("imagenet16"),
+                                         "instances": 5, "samples": 50}},
                  lite={"instances": 1, "samples": 1, "categories": ("car", "bird")})

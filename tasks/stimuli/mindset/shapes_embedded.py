@@ -27,7 +27,7 @@ read for its geometry, not copied):
 Coordinates of ``original`` are the original's PIL coordinates: a point ``c`` is drawn at the pixel centre
 ``c + 0.5`` of this package's convention (see ``common.py``), and a line of even width half a pixel off to the
 side where PIL puts its extra pixel row (:func:`pil_offsets`), so the polygons fall on the original's pixels.
-Knowing deviations (also in ``docs/mindset_shapes.md``): antialiasing is exact 4 × 4 coverage instead of the
+Knowing deviations (also in ``docs/mindset.md``): antialiasing is exact 4 × 4 coverage instead of the
 original's aliased PIL lines blurred by a Gaussian of σ = 0.00334 × W (lines are crisper at the same ink); one
 stroke width for all slopes (PIL's varies with the slope, above); a shifted copy whose both ends clamp to one
 corner (length 0) draws nothing (PIL draws a dot). The polygon images are one per polygon as in the original,

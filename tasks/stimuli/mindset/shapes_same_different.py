@@ -30,7 +30,7 @@ defaults, ``size_shapes=20``, read for its geometry, not copied). ``s`` = ``shap
   major axis, so its perpendicular width is ``line_width × max(|cos θ|, |sin θ|)`` (0.71 px at 45°); white on
   black; 5,000 images per type and condition (100,000).
 
-Knowing deviations (also in ``docs/mindset_shapes.md``): antialiasing is exact 4 × 4 coverage instead of
+Knowing deviations (also in ``docs/mindset.md``): antialiasing is exact 4 × 4 coverage instead of
 aliased strokes blurred by a Gaussian of σ = 0.00334 × W (lines are crisper at the same ink); the overlap test
 is geometric (above) instead of counting blobs in the blurred image: the original's blob test lets two corners
 come as close as 3.6 px but joins parallel strokes 5 px apart, and one distance that never joins them keeps
