@@ -356,12 +356,9 @@ def in_shadow(x, y, sc: AdelsonScene) -> np.ndarray:
     return np.isfinite(_cyl_hit(o, np.broadcast_to(_light_dir(sc), o.shape), sc))
 
 
-@functools.lru_cache(maxsize=4)
-def render_adelson(sc: AdelsonScene, size: int, background: tuple, ss: int = 3):
-    """Ray cast the scene: (image float32 [size, size] 0-255 grey, label map int8 [size, size] from each
-    pixel's centre ray: 0 background, 1 light check lit, 2 light check shadowed, 3 dark check lit,
-    4 dark check shadowed, 5 cylinder). ``ss`` × ``ss`` rays per pixel, averaged (ss odd: the middle ray is
-    the pixel centre's). The background is drawn in ``background`` (grey)."""
+def _camera(sc: AdelsonScene):
+    """The look-at camera of the scene: eye position, unit forward, right and up vectors (+z is world up) and
+    tan(fov / 2), for rays through image positions u (right) and v (up) in [-1, 1]."""
     az, el = math.radians(sc.camera_azimuth), math.radians(sc.camera_elevation)
     target = np.asarray(sc.look_at, float)
     eye = target + sc.camera_distance * np.array([math.cos(el) * math.cos(az), math.cos(el) * math.sin(az),
@@ -370,7 +367,16 @@ def render_adelson(sc: AdelsonScene, size: int, background: tuple, ss: int = 3):
     right = np.cross(fwd, [0.0, 0.0, 1.0])
     right /= np.linalg.norm(right)
     up = np.cross(right, fwd)
-    tan = math.tan(math.radians(sc.fov) / 2)
+    return eye, fwd, right, up, math.tan(math.radians(sc.fov) / 2)
+
+
+@functools.lru_cache(maxsize=4)
+def render_adelson(sc: AdelsonScene, size: int, background: tuple, ss: int = 3):
+    """Ray cast the scene: (image float32 [size, size] 0-255 grey, label map int8 [size, size] from each
+    pixel's centre ray: 0 background, 1 light check lit, 2 light check shadowed, 3 dark check lit,
+    4 dark check shadowed, 5 cylinder). ``ss`` × ``ss`` rays per pixel, averaged (ss odd: the middle ray is
+    the pixel centre's). The background is drawn in ``background`` (grey)."""
+    eye, fwd, right, up, tan = _camera(sc)
     off = (np.arange(ss) + 0.5) / ss
     u = ((np.arange(size)[:, None] + off[None, :]).ravel() / size * 2 - 1) * tan   # columns → right
     v = (1 - (np.arange(size)[:, None] + off[None, :]).ravel() / size * 2) * tan   # rows → up
@@ -486,15 +492,7 @@ def _targets(cfg: AdelsonConfig):
 
 def check_index_map(sc: AdelsonScene, S: int) -> np.ndarray:
     """int [S, S] check index i·n + j seen at each pixel centre (−1 off the board or behind the cylinder)."""
-    az, el = math.radians(sc.camera_azimuth), math.radians(sc.camera_elevation)
-    target = np.asarray(sc.look_at, float)
-    eye = target + sc.camera_distance * np.array([math.cos(el) * math.cos(az), math.cos(el) * math.sin(az),
-                                                  math.sin(el)])
-    fwd = (target - eye) / np.linalg.norm(target - eye)
-    right = np.cross(fwd, [0.0, 0.0, 1.0])
-    right /= np.linalg.norm(right)
-    up = np.cross(right, fwd)
-    tan = math.tan(math.radians(sc.fov) / 2)
+    eye, fwd, right, up, tan = _camera(sc)
     u = ((np.arange(S) + 0.5) / S * 2 - 1) * tan
     v = (1 - (np.arange(S) + 0.5) / S * 2) * tan
     d = fwd + u[None, :, None] * right + v[:, None, None] * up

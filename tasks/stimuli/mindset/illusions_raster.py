@@ -64,13 +64,19 @@ def fast_coverage(shape: Shape, size, antialias: bool = True, k: int = SUPERSAMP
     mixed = (some_in & some_out) | edge
     cov = centre.astype(np.float32)
     ii, jj = np.nonzero(mixed)
+    _supersample(cov, shape, ii, jj, r0, c0, k)
+    return cov, (r0, c0)
+
+
+def _supersample(cov: np.ndarray, shape: Shape, ii, jj, r0: int, c0: int, k: int) -> None:
+    """Set ``cov[ii, jj]`` (pixels (r0 + ii, c0 + jj) of the canvas) to the fraction of their k × k sub-sample
+    centres inside ``shape``, in place (the supersampled coverage of the mixed pixels)."""
     if len(ii):
         off = (np.arange(k) + 0.5) / k
         xs = ((jj + c0)[:, None, None] + off[None, None, :]) + np.zeros((1, k, 1))
         ys = ((ii + r0)[:, None, None] + off[None, :, None]) + np.zeros((1, 1, k))
         inside = shape.inside(xs.ravel(), ys.ravel()).reshape(len(ii), k * k)
         cov[ii, jj] = inside.sum(axis=1, dtype=np.int64).astype(np.float32) / np.float32(k * k)
-    return cov, (r0, c0)
 
 
 def paint_fast(img: np.ndarray, shape: Shape, rgb, antialias: bool = True, opacity: float = 1.0) -> None:
@@ -97,12 +103,7 @@ def _sdf_coverage(shape: Shape, sdf, size, k: int = SUPERSAMPLE):
     d = sdf((np.arange(c0, c1) + 0.5)[None, :], (np.arange(r0, r1) + 0.5)[:, None])
     cov = (d < 0).astype(np.float32)
     ii, jj = np.nonzero(np.abs(d) <= _BAND)
-    if len(ii):
-        off = (np.arange(k) + 0.5) / k
-        xs = ((jj + c0)[:, None, None] + off[None, None, :]) + np.zeros((1, k, 1))
-        ys = ((ii + r0)[:, None, None] + off[None, :, None]) + np.zeros((1, 1, k))
-        inside = shape.inside(xs.ravel(), ys.ravel()).reshape(len(ii), k * k)
-        cov[ii, jj] = inside.sum(axis=1, dtype=np.int64).astype(np.float32) / np.float32(k * k)
+    _supersample(cov, shape, ii, jj, r0, c0, k)
     return cov, (r0, c0)
 
 
