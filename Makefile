@@ -9,6 +9,9 @@ STAMP := $(VENV)/.vantage-installed
 DEB_PACKAGES := libegl1 libgl1 libegl-mesa0 libgl1-mesa-dri chromium chromium-driver postgresql
 TORCH := torch==2.14.1 torchvision==0.29.1
 DEMO_OUT ?= out/demo
+# test workers (pytest-xdist); loadfile keeps a file's tests on one worker so module fixtures are built once;
+# session fixtures shared across files are built once per run under a file lock (tests/conftest.py)
+TEST_WORKERS ?= 2
 
 .PHONY: setup demo test test-slow bench clean debs
 
@@ -42,10 +45,10 @@ demo: setup
 	@echo "demo report (figures, open in a browser): $(abspath $(DEMO_OUT)_results/stats/report.html)"
 
 test: setup
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 test-slow: setup
-	$(PY) -m pytest -q -m slow
+	$(PY) -m pytest -q -m slow -n $(TEST_WORKERS) --dist loadfile
 
 bench: setup
 	$(PY) benchmarks/render.py

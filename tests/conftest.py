@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -20,3 +22,56 @@ def random_scene(n=500, degree=3, seed=0, spread=1.0, center=(0.0, 0.0, 0.0)) ->
 @pytest.fixture
 def rand_scene():
     return random_scene()
+
+
+# ---------------------------------------------------------------- built fixtures shared by the whole session
+# Expensive artefacts (a 3D-PC build costs ~80 s of CPU, mostly placement sampling and the VPT-Strategy
+# sequence, not pixels) are built once per test session and shared by every test that only reads them; a
+# test that changes one works on a copy (shutil.copytree). Under pytest-xdist every worker runs its own
+# session: the artefact lives under the run's base temporary folder (shared by the workers of one run) and
+# a file lock makes the first worker build it while the other waits and reuses it.
+
+TINY_3DPC = dict(scenes=["hydrant_01", "hydrant_02", "couch_03", "plant_04"], settings=4, frames=8, size=64,
+                 human_n=4, strategy_steps=6, workers=1)
+"""The smallest 3D-PC build that has every part: train/val/test scenes, a VPT-Strategy scene (plant_04),
+a balanced human set; 64 px (sizes are not what these tests check)."""
+
+
+def shared_artefact(tmp_path_factory, name: str, make) -> Path:
+    """``<run base temp>/shared/<name>``, made by ``make(folder)`` once per run (all xdist workers) under an
+    fcntl lock; a finished marker (``.done`` beside it) tells later callers it is complete."""
+    import fcntl
+    import os
+
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # <basetemp>/popen-gwN -> the run's <basetemp>, common to all workers
+    root = base / "shared"
+    root.mkdir(exist_ok=True)
+    folder, done = root / name, root / f"{name}.done"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            make(folder)
+            done.write_text("ok")
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_3dpc(tmp_path_factory):
+    """A finished TINY_3DPC build, read-only for the tests (copy it before changing anything)."""
+    from tasks.threedpc import build, config_from_dict
+
+    return shared_artefact(tmp_path_factory, "tiny_3dpc",
+                           lambda out: build(config_from_dict({**TINY_3DPC, "out": str(out)}), progress=False))
+
+
+def pytest_configure(config):
+    """Under pytest-xdist (``make test`` runs 2 workers), one BLAS/OpenMP thread per worker: two workers
+    with a thread per core each would oversubscribe 2 cores. Numba's thread count is left alone
+    (tests/test_render_fast.py compares 1 and NUMBA_NUM_THREADS threads)."""
+    import os
+
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+            os.environ.setdefault(k, "1")

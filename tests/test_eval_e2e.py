@@ -1,5 +1,5 @@
-"""End to end: the small 3D-PC preset → `python -m eval probe` (single run and a joblib sweep over two
-models) → trial and summary tables → `python -m eval stats` with human responses in the 3D-PC format."""
+"""End to end: a tiny 3D-PC build (the session's, tests/conftest.py) → `python -m eval probe` (single run
+and a joblib sweep over two models) → trial and summary tables → `python -m eval stats` with human responses in the 3D-PC format."""
 import os
 import subprocess
 import sys
@@ -11,17 +11,16 @@ import pytest
 from eval import results as R
 from eval.humans import HumanDataError, load_3dpc_humans
 from eval.tasks import TaskError, load_task
-from tasks.threedpc import build
-from tasks.threedpc.config import compose_config
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
-def small_build(tmp_path_factory):
-    out = tmp_path_factory.mktemp("e2e") / "3dpc"
-    build(compose_config(["preset=small", f"out={out}"]), progress=False)
-    return out
+@pytest.fixture
+def small_build(tiny_3dpc):
+    """The session's TINY 3D-PC build (shared, read-only: results and caches go to tmp_path). The eval
+    pipeline, not the build's size, is under test; the full preset=small build → probe → report runs in
+    tests/test_report_html.py (slow) and `make demo`."""
+    return tiny_3dpc
 
 
 def run(*args, env_extra=None):

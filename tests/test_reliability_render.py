@@ -62,7 +62,7 @@ def test_one_gaussian_scene_gets_a_sensible_orbit(tmp_path):
 def test_atomic_write_cleans_up_after_enospc(tmp_path, monkeypatch):
     import pandas as pd
 
-    from render import files
+    from infra import files
 
     def full(self, data):
         with open(self, "wb") as f:

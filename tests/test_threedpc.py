@@ -10,15 +10,13 @@ import pytest
 
 from tasks.threedpc import ConfigError, build, config_from_dict
 
-TINY = dict(scenes=["hydrant_01", "hydrant_02", "couch_03", "plant_04"], settings=4, frames=8, size=64,
-            human_n=4, strategy_steps=6, workers=1)
+from tests.conftest import TINY_3DPC as TINY
 
 
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    out = tmp_path_factory.mktemp("tpc") / "a"
-    build(config_from_dict({**TINY, "out": str(out)}), progress=False)
-    return out
+@pytest.fixture
+def tiny(tiny_3dpc):
+    """The session's TINY build (tests/conftest.py), shared with other files: read it, do not change it."""
+    return tiny_3dpc
 
 
 def test_outputs_and_balance(tiny):
@@ -101,14 +99,24 @@ def test_imagefolder_loads_views(tiny):
     assert img.size == (64, 64) and label in (0, 1)
 
 
-def test_deterministic_parallel_and_resumable(tiny, tmp_path):
+def test_deterministic_parallel_any_job_order_and_resumable(tiny, tmp_path, monkeypatch):
+    """Same config and seed -> byte-identical images, tables and summary whether built by 1 worker in the
+    default job order (strategy scenes first) or by 2 workers in the opposite order; an interrupted build
+    resumes without rebuilding finished scenes. (One rebuild checks both invariances: each build of TINY
+    costs ~80 s of CPU.)"""
+    import importlib
+
+    b = importlib.import_module("tasks.threedpc.build")
     out = tmp_path / "b"
     cfg = config_from_dict({**TINY, "out": str(out), "workers": 2})
-    build(cfg, progress=False)
-    a, b = json.loads((tiny / "manifest.json").read_text()), json.loads((out / "manifest.json").read_text())
-    assert a["images"] == b["images"], "same config and seed -> byte-identical images (1 or 2 workers)"
-    assert (tiny / "metadata.parquet").read_bytes() == (out / "metadata.parquet").read_bytes()
-    assert (tiny / "metadata.csv").read_bytes() == (out / "metadata.csv").read_bytes()
+    assert b.job_order(cfg, cfg.scenes) == ["plant_04", "hydrant_01", "hydrant_02", "couch_03"]
+    with monkeypatch.context() as m:
+        m.setattr(b, "job_order", lambda cfg, names: list(names)[::-1])
+        build(cfg, progress=False)
+    a, b_ = json.loads((tiny / "manifest.json").read_text()), json.loads((out / "manifest.json").read_text())
+    assert a["images"] == b_["images"], "same config and seed -> byte-identical images (1 or 2 workers, any order)"
+    for f in ("metadata.parquet", "metadata.csv", "summary.md"):
+        assert (tiny / f).read_bytes() == (out / f).read_bytes(), f
     # Simulate an interruption: one scene lost, a half-written temporary folder left behind.
     couch = next((out / "images").rglob("couch_03"))
     hydrant_labels = next((out / "images").rglob("hydrant_01")) / "_labels.parquet"
@@ -413,21 +421,6 @@ def test_strategy_frames_match_their_plain_twin(tmp_path, monkeypatch):
     print(dict(verdicts), splats)
     assert verdicts["props_too_small"] and verdicts["label_or_visibility"], "both failures exercised"
     assert splats["fast"] < splats["ref"]
-
-
-def test_job_order_strategy_first_and_output_independent_of_it(tiny, tmp_path, monkeypatch):
-    """Strategy scenes are handed out first; building the scenes in the opposite order gives the same bytes."""
-    import importlib
-
-    b = importlib.import_module("tasks.threedpc.build")
-    cfg = config_from_dict({**TINY, "out": str(tmp_path / "r")})
-    assert b.job_order(cfg, cfg.scenes) == ["plant_04", "hydrant_01", "hydrant_02", "couch_03"]
-    monkeypatch.setattr(b, "job_order", lambda cfg, names: list(names)[::-1])
-    build(cfg, progress=False)
-    out = tmp_path / "r"
-    assert json.loads((tiny / "manifest.json").read_text())["images"] == json.loads((out / "manifest.json").read_text())["images"]
-    for f in ("metadata.parquet", "metadata.csv", "summary.md"):
-        assert (tiny / f).read_bytes() == (out / f).read_bytes(), f
 
 
 def test_use_idle_cores_only_for_the_last_running_job(monkeypatch):
