@@ -1,0 +1,670 @@
+"""The 3D-PC paper's findings with real models (issue 35): one resumable experiment on a 3D-PC build, and the
+results page generated from its results folder.
+
+    python -m eval.results_3dpc run  --build out/3dpc --results out/results_3dpc      # resumable
+    python -m eval.results_3dpc cost --build out/3dpc --results out/results_3dpc      # one fine-tuning epoch, timed
+    python -m eval.results_3dpc page --results out/results_3dpc --out docs/results.md # figures in docs/img/
+
+``run`` does, for the default plan (every step skips what the results folder already holds, so a run can be
+interrupted and split over sessions; ``--epochs-per-invocation`` pauses fine-tuning after that many epochs):
+
+1. **Embeddings** of every image of the build, once per observer (EfficientNet-Lite0 and -Lite2 with their
+   ImageNet weights from pip packages, and a random-weight control of each), with the spatial mean of every
+   stage ``blocks.<i>`` recorded beside the pooled features (:func:`layer_taps`) — cached by
+   :mod:`eval.embeddings`.
+2. **Linear probes** (:func:`eval.probe.run_probe`, the paper's protocol, 3 seeds) of the pooled features on
+   depth order, VPT-basic and VPT-Strategy (a VPT-basic probe tested on the VPT-Strategy images), and of
+   every stage on depth order and VPT-basic (which depth of the network carries which task).
+3. **Fine-tuning** (:func:`eval.finetune.run_finetune`, the paper's settings, early stopping on the build's
+   held-out validation scenes) of the pretrained models in ``finetune_models`` on VPT-basic and on depth
+   order; then the VPT-basic fine-tuned model, as kept by early stopping, on VPT-Strategy
+   (:class:`FinetunedTransfer`: no training, its rows are ``method=finetune, task=3dpc/vpt_strategy``).
+
+Every trial and summary row carries the run identity of :mod:`eval.results` (model id, weights identity —
+``package:<dist>==<version>:sha256=…`` or ``random:seed=N`` —, preprocessing, feature, method config digest,
+seed, run id); the build's identity (sha of its ``manifest.json``) enters each run's configuration digest
+and is a column of the cost ledger ``<results>/cost/*.parquet``: one row per step invocation with its wall
+and CPU seconds (this process's threads and its finished worker processes), the run it advanced, the epochs
+it trained and the build. ``cost`` times one training epoch of fine-tuning (and one validation pass) at the
+build's image size and at the model's input size, into the same ledger.
+
+The page (:mod:`eval.results_3dpc_page`) reads only the results folder.
+
+Deviations from the paper's protocol, each with its reason, are listed in :data:`DEVIATIONS` (and on the
+page).
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import logging
+import os
+import resource
+import sys
+import time
+import uuid
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from tasks import schema as S
+
+from .runner import Method, SeedResult, run_method
+
+log = logging.getLogger(__name__)
+
+TARGETS = ("depth", "vpt", "vpt_strategy")  # probe targets of the pooled features
+LAYER_TARGETS = ("depth", "vpt")
+FINETUNE_TARGETS = ("vpt", "depth")
+DEFAULT_OBSERVERS = ("timm:tf_efficientnet_lite0", "timm:tf_efficientnet_lite0@random",
+                     "timm:tf_efficientnet_lite2", "timm:tf_efficientnet_lite2@random")
+DEFAULT_FINETUNE = ("timm:tf_efficientnet_lite0",)
+STEPS = ("probe", "layers", "finetune")
+COST_KIND = "cost"
+
+DEVIATIONS = (
+    ("validation split", "a random 10% of the training images", "the build's held-out validation scenes (one "
+     "per category)", "frames of one placement share its label and nearly its image: a random image split leaks "
+     "into early stopping (the release's fine-tuned validation accuracy was 100%)"),
+    ("early stopping", "unspecified", "probe: patience 10 epochs on validation loss; fine-tuning: patience "
+     "`finetune_patience` epochs on validation loss, best epoch kept", "the paper gives no rule; the loss is "
+     "the smoother signal at these validation sizes"),
+    ("fine-tuning seeds", "not stated", "`finetune_seeds` (default one seed)", "one epoch of Lite0 costs tens "
+     "of CPU-minutes here (cost table); probes keep the paper's 3 seeds"),
+    ("models", "317 timm models, foundation models, VLMs", "EfficientNet-Lite0 and -Lite2 (ImageNet, pip "
+     "packages) and random-weight controls", "the only pretrained weights reachable offline here: enough to "
+     "test the pattern, not the ImageNet correlation"),
+    ("CIs", "S.E.M. over models / bootstrap over items", "cluster bootstrap over placements (scene, setting) of "
+     "the seed-pooled trials", "frames of a placement share its label and nearly its image"),
+    ("sign-flip tests", "paired over models (depth vs VPT)", "paired over test placements, per model",
+     "two models give no test over models (2 pairs: p >= 0.5 whatever the data)"),
+    ("per-layer probes", "not in the paper (penultimate layer only)", "spatial mean of each EfficientNet stage",
+     "asked by issue 35: which depth of the network carries which task"),
+)
+
+
+class ExperimentError(ValueError):
+    """A setting or input of the experiment that cannot be used (one line for the user)."""
+
+
+@dataclass(frozen=True)
+class Observer:
+    """A model and its weights: ``<model id>`` (pretrained) or ``<model id>@random`` (random weights with
+    ``init_seed`` 0; ``@random<N>`` for seed N)."""
+
+    model_id: str
+    pretrained: bool = True
+    init_seed: int = 0
+
+    @classmethod
+    def parse(cls, text: str) -> "Observer":
+        mid, sep, weights = str(text).strip().partition("@")
+        if not sep:
+            return cls(mid, True)
+        if not weights.startswith("random") or not (weights[6:] == "" or weights[6:].isdigit()):
+            raise ExperimentError(f"observer {text!r}: expected '<model id>' or '<model id>@random[N]'")
+        return cls(mid, False, int(weights[6:] or 0))
+
+    def __str__(self) -> str:
+        return self.model_id if self.pretrained else f"{self.model_id}@random{self.init_seed or ''}"
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    """The plan of ``python -m eval.results_3dpc run`` (``--<field>`` on the command line)."""
+
+    observers: tuple[str, ...] = S.field(DEFAULT_OBSERVERS, "models probed: '<model id>' or '<model id>@random'",
+                                         check=S.non_empty("at least one observer"))
+    finetune_models: tuple[str, ...] = S.field(DEFAULT_FINETUNE, "models fine-tuned (pretrained unless @random)")
+    steps: tuple[str, ...] = S.field(STEPS, "steps to run", choices=STEPS)
+    probe_seeds: tuple[int, ...] = S.field((0, 1, 2), "probe seeds (the paper's 3)",
+                                           check=S.non_empty("at least one seed"))
+    finetune_seeds: tuple[int, ...] = S.field((0,), "fine-tuning seeds", check=S.non_empty("at least one seed"))
+    finetune_epochs: int = S.field(30, "most fine-tuning epochs (the paper's 30)", check=S.at_least(1))
+    finetune_patience: int = S.field(3, "fine-tuning epochs without a better validation loss before stopping",
+                                     check=S.at_least(0))
+    finetune_workers: int = S.field(1, "fine-tuning data-loader processes", check=S.at_least(0))
+    epochs_per_invocation: int | None = S.field(None, "fine-tuning epochs per invocation (None: to the end)")
+    n_boot: int = S.field(10_000, "bootstrap resamples of the per-run CIs", check=S.at_least(100))
+    batch_size: int = S.field(64, "images per extraction batch", check=S.at_least(1))
+    cache_dir: str | None = S.field(None, "embedding cache (None: $VANTAGE_CACHE or ~/.cache/vantage)")
+
+    def __post_init__(self):
+        S.validate_config(self)
+        for text in (*self.observers, *self.finetune_models):
+            Observer.parse(text)
+        if self.epochs_per_invocation is not None and self.epochs_per_invocation < 1:
+            raise S.not_allowed("epochs_per_invocation", self.epochs_per_invocation, ">= 1 or None")
+
+
+def layer_taps(model_id: str) -> tuple[str, ...]:
+    """The stages whose spatial-mean outputs are probed: ``blocks.<i>`` for every stage of a timm model with a
+    ``blocks`` sequence (EfficientNet, MobileNet: stride and width change between stages), else the modules of
+    its ``feature_info``, else none. Made from the architecture alone (random weights, nothing downloaded)."""
+    from .zoo import ModelId
+
+    mid = ModelId.parse(model_id)
+    if mid.library != "timm":
+        return ()
+    import timm
+
+    m = timm.create_model(mid.name, pretrained=False, num_classes=0)
+    blocks = getattr(m, "blocks", None)
+    if blocks is not None and hasattr(blocks, "__len__"):
+        return tuple(f"blocks.{i}" for i in range(len(blocks)))
+    info = getattr(m, "feature_info", None)
+    return tuple(i["module"] for i in info) if info else ()
+
+
+# --------------------------------------------------------------------------------------------- cost ledger
+
+
+class Clock:
+    """Wall and CPU seconds of a block: CPU = this process's user + system time (all its threads) plus that of
+    its child processes reaped meanwhile (data-loader and decoding workers)."""
+
+    def __enter__(self):
+        self.wall0 = time.perf_counter()
+        self.cpu0 = _cpu_seconds()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall = time.perf_counter() - self.wall0
+        self.cpu = _cpu_seconds() - self.cpu0
+
+
+def _cpu_seconds() -> float:
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+COST_COLUMNS = {"step": "string", "run_id": "string", "model_id": "string", "weights": "string",
+                "task": "string", "feature": "string", "seed": "int64", "build": "string", "images": "int64",
+                "epochs": "int64", "size": "int64", "wall_s": "float64", "cpu_s": "float64",
+                "threads": "int64", "started": "string", "note": "string"}
+
+
+def write_cost(results, row: dict) -> None:
+    """Append one ledger row (``COST_COLUMNS``; missing text empty, numbers -1) as its own part."""
+    from .results import write_part
+
+    full = {c: row.get(c, "" if t == "string" else -1) for c, t in COST_COLUMNS.items()}
+    df = pd.DataFrame([full]).astype(COST_COLUMNS)
+    write_part(results, COST_KIND, f"{row['step']}__{uuid.uuid4().hex[:12]}", df)
+
+
+def read_cost(results) -> pd.DataFrame:
+    folder = Path(results) / COST_KIND
+    parts = sorted(folder.glob("*.parquet")) if folder.is_dir() else []
+    if not parts:
+        return pd.DataFrame({c: pd.Series(dtype=t) for c, t in COST_COLUMNS.items()})
+    return pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True).astype(COST_COLUMNS)
+
+
+def _threads() -> int:
+    import torch
+
+    return int(torch.get_num_threads())
+
+
+def _now() -> str:
+    import datetime as dt
+
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+# ------------------------------------------------------------------------------------------------- run
+
+
+def build_identity(task) -> str:
+    """The build's identity recorded on ledger rows: the sha of its ``manifest.json`` (``eval.tasks``)."""
+    return str(task.info.get("dataset_sha", ""))
+
+
+def load_tasks(build) -> dict:
+    from .tasks import TaskError, load_task
+
+    try:
+        tasks = {t: load_task(build, t) for t in TARGETS}
+    except TaskError as e:
+        raise ExperimentError(str(e)) from None
+    if tasks["vpt"].kind != "threedpc":
+        raise ExperimentError(f"--build {build}: not a 3D-PC build (no metadata.parquet + manifest.json)")
+    return tasks
+
+
+ITEMS = "items"  # <results>/items.parquet: the evaluation images' metadata and cues (for the page's analyses)
+ITEM_COLUMNS = ("file_name", "scene", "setting", "frame", "split", "vpt_label", "depth_label", "vpt_reason",
+                "depth_gap", "ball_height_px", "observer_height_px", "in_human", "in_strategy")
+
+
+def item_table(build) -> pd.DataFrame:
+    """Per evaluation image (test, human and VPT-Strategy frames) of ``build``: ``ITEM_COLUMNS`` present in its
+    metadata, the shortcut audit's per-frame cues (``tasks.threedpc.shortcuts.shortcut_cues``: layout, sizes,
+    the observer's orientation, visibility) and ``image_aim_deg``, the angle in the image between the
+    observer's projected viewing direction and the direction from it to the ball (a 2D reading of "the lens
+    points at the ball"). ``item_id`` = ``file_name``."""
+    from tasks.threedpc import shortcuts as SC
+
+    md = pd.read_parquet(Path(build) / "metadata.parquet")
+    md = md[md["file_name"].fillna("").astype(str) != ""]
+    md = md[(md["split"] == "test") | md["in_human"].astype(bool) | md["in_strategy"].astype(bool)].reset_index(drop=True)
+    out = md[[c for c in ITEM_COLUMNS if c in md]].copy()
+    out.insert(0, "item_id", out["file_name"].astype(str))
+    try:
+        cues = SC.shortcut_cues(md)
+        k, w2c, _, _ = SC._cameras(md)
+        obs = md[["observer_x", "observer_y", "observer_z"]].to_numpy(float)
+        fwd = SC._forward(md["observer_yaw_deg"].to_numpy(float), md["observer_pitch_deg"].to_numpy(float))
+        uv_o, _ = SC.project(k, w2c, obs)
+        uv_f, _ = SC.project(k, w2c, obs + 0.1 * fwd)  # a point 10 cm along the lens axis
+        uv_b, _ = SC.project(k, w2c, md[["ball_x", "ball_y", "ball_z"]].to_numpy(float))
+        a, b = uv_f - uv_o, uv_b - uv_o
+        cos = (a * b).sum(1) / np.clip(np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1), 1e-12, None)
+        cues["image_aim_deg"] = np.degrees(np.arccos(np.clip(cos, -1, 1)))
+    except KeyError as e:  # a build without camera or prop columns (e.g. a minimal fixture): no cues
+        log.info("no shortcut cues for %s: missing column %s", build, e)
+        cues = pd.DataFrame(index=md.index)
+    return pd.concat([out, cues.add_prefix("cue_")], axis=1)
+
+
+def write_items(build, results) -> Path:
+    """``<results>/items.parquet`` from :func:`item_table`, written atomically once per build (rewritten when
+    the build's identity differs)."""
+    from scenes.files import atomic_write_bytes
+
+    path = Path(results) / f"{ITEMS}.parquet"
+    sha = build_identity(load_tasks(build)["vpt"])
+    if path.is_file() and pd.read_parquet(path, columns=["build"])["build"].eq(sha).all():
+        return path
+    df = item_table(build).assign(build=sha)
+    import io
+
+    buf = io.BytesIO()
+    df.to_parquet(buf, index=False)
+    atomic_write_bytes(path, buf.getvalue())
+    return path
+
+
+def _load(obs: Observer, taps=(), fast: bool = False, device: str = "cpu"):
+    from .zoo import WeightsSpec, load_model
+
+    return load_model(obs.model_id, WeightsSpec(pretrained=obs.pretrained, init_seed=obs.init_seed),
+                      "shorter_side", tuple(taps), device, fast=fast)
+
+
+def run_experiment(build, results, cfg: ExperimentConfig, progress: bool = True) -> dict:
+    """Run the plan's steps on ``build`` into ``results`` (module docstring); finished runs are skipped.
+    Returns ``{"probe_runs": n, "finetune_runs": n, "paused": bool}`` (runs present after this call)."""
+    from tqdm.auto import tqdm
+
+    tasks = load_tasks(build)
+    Path(results).mkdir(parents=True, exist_ok=True)
+    write_items(build, results)
+    out = {"probe_runs": 0, "finetune_runs": 0, "paused": False}
+    observers = [Observer.parse(o) for o in cfg.observers] if {"probe", "layers"} & set(cfg.steps) else []
+    tuners = [Observer.parse(o) for o in cfg.finetune_models] if "finetune" in cfg.steps else []
+    bar = tqdm(total=len(observers) + len(tuners), desc="3D-PC results", unit="model", disable=not progress)
+    for obs in observers:
+        bar.set_postfix_str(str(obs))
+        out["probe_runs"] += _probe_observer(obs, tasks, results, cfg, progress)
+        bar.update(1)
+    for obs in tuners:
+        bar.set_postfix_str(f"fine-tune {obs}")
+        n, paused = _finetune_observer(obs, tasks, results, cfg, progress)
+        out["finetune_runs"] += n
+        out["paused"] |= paused
+        bar.update(1)
+        if paused:
+            break
+    bar.close()
+    return out
+
+
+EXTRA = {"experiment": "results_3dpc"}  # in every run's configuration digest: these runs are this experiment's
+
+
+def _run_id(method, model_id: str, seed: int, name: str | None = None) -> str:
+    """The run id ``eval.runner.run_method`` gives ``method``'s run of ``seed`` (to skip it or find its files)."""
+    from .results import run_id
+    from .runner import run_digest
+
+    return run_id(name or method.name, method.task.name, model_id, seed, run_digest(method, EXTRA))
+
+
+def _probe_observer(obs: Observer, tasks: dict, results, cfg: ExperimentConfig, progress: bool) -> int:
+    """Embeddings (pooled + every stage), then pooled probes on every target and stage probes on depth and
+    VPT, one seed at a time; one ledger row per step that did work. Returns the number of probe runs."""
+    from .embeddings import get_embeddings
+    from .probe import ProbeConfig, ProbeMethod, run_probe
+    from .results import run_done
+
+    taps = layer_taps(obs.model_id) if "layers" in cfg.steps else ()
+    loaded = _load(obs, taps, fast=True)
+    ident = loaded.run_identity()
+    vpt = tasks["vpt"]
+    build = build_identity(vpt)
+    with Clock() as c:
+        emb = get_embeddings(loaded, *vpt.image_files(), cfg.cache_dir, cfg.batch_size, progress=progress)
+    if not emb.from_cache:
+        write_cost(results, {"step": "embeddings", "model_id": obs.model_id, "weights": ident["weights"],
+                             "feature": ",".join(["pooled", *taps]), "build": build, "images": len(emb.item_ids),
+                             "size": int(loaded.data_config["input_size"][-1]), "wall_s": c.wall, "cpu_s": c.cpu,
+                             "threads": _threads(), "started": _now()})
+    jobs = [(t, "pooled") for t in TARGETS] if "probe" in cfg.steps else []
+    jobs += [(t, tap) for tap in taps for t in LAYER_TARGETS]
+    for target, feature in jobs:
+        task = tasks[target]
+        for seed in cfg.probe_seeds:
+            pcfg = ProbeConfig(seeds=(seed,), n_boot=cfg.n_boot)
+            rid = _run_id(ProbeMethod(task, pcfg, emb, feature, ident), obs.model_id, seed)
+            if run_done(results, rid):
+                continue
+            with Clock() as c:
+                summ = run_probe(task, emb, obs.model_id, pcfg, results, feature=feature, progress=progress,
+                                 identity=ident, config_extra=EXTRA)
+            write_cost(results, {"step": "probe", "run_id": rid, "model_id": obs.model_id,
+                                 "weights": ident["weights"], "task": task.name, "feature": feature, "seed": seed,
+                                 "build": build, "images": len(task.split("train")),
+                                 "epochs": int(summ["epochs_run"].iloc[0]), "wall_s": c.wall, "cpu_s": c.cpu,
+                                 "threads": _threads(), "started": _now()})
+    return len(jobs) * len(cfg.probe_seeds)
+
+
+def finetune_config(cfg: ExperimentConfig, seeds: tuple[int, ...]):
+    """The paper's fine-tuning settings (``eval.finetune.FinetuneConfig`` defaults) with this plan's epochs,
+    patience, loader workers and ``seeds``."""
+    from .finetune import FinetuneConfig
+
+    return FinetuneConfig(epochs=cfg.finetune_epochs, patience=cfg.finetune_patience, seeds=tuple(seeds),
+                          num_workers=cfg.finetune_workers, n_boot=cfg.n_boot)
+
+
+def _epochs_done(results, rid: str) -> int:
+    """Epochs a fine-tuning run has finished (from its checkpoint; 0 before its first)."""
+    from .finetune import load_checkpoint
+
+    last = Path(results) / "checkpoints" / rid / "last.pt"
+    return int(load_checkpoint(last)["state"]["epoch"]) + 1 if last.is_file() else 0
+
+
+def _finetune_observer(obs: Observer, tasks: dict, results, cfg: ExperimentConfig, progress: bool) -> tuple[int, bool]:
+    """Fine-tune on each target (one seed at a time, resumable), then the VPT-basic models on VPT-Strategy.
+    Returns (runs finished, paused)."""
+    from .finetune import FinetuneMethod, run_finetune
+    from .results import part_path, run_done
+
+    loaded = _load(obs)
+    ident = loaded.run_identity()
+    build = build_identity(tasks["vpt"])
+    n = 0
+    for target in FINETUNE_TARGETS:
+        task = tasks[target]
+        sources = {}
+        for seed in cfg.finetune_seeds:
+            fcfg = finetune_config(cfg, (seed,))
+            rid = _run_id(FinetuneMethod(task, fcfg, loaded), obs.model_id, seed)
+            if not run_done(results, rid):
+                before = _epochs_done(results, rid)
+                with Clock() as c:
+                    summ = run_finetune(task, loaded, obs.model_id, fcfg, results, config_extra=EXTRA,
+                                        epochs_per_invocation=cfg.epochs_per_invocation, progress=progress)
+                after = _epochs_done(results, rid)
+                write_cost(results, {"step": "finetune", "run_id": rid, "model_id": obs.model_id,
+                                     "weights": ident["weights"], "task": task.name, "feature": "finetuned",
+                                     "seed": seed, "build": build, "epochs": after - before,
+                                     "images": len(task.split("train")),
+                                     "size": int(loaded.data_config["input_size"][-1]), "wall_s": c.wall,
+                                     "cpu_s": c.cpu, "threads": _threads(), "started": _now(),
+                                     "note": "paused" if summ is None else f"finished after {after} epochs"})
+                if summ is None:
+                    return n, True
+            n += 1
+            sources[seed] = (rid, pd.read_parquet(part_path(results, "summary", rid)).iloc[0].to_dict())
+        if target == "vpt":
+            strat = tasks["vpt_strategy"]
+            method = FinetunedTransfer(strat, finetune_config(cfg, cfg.finetune_seeds), loaded, sources, results)
+            todo = [s for s in cfg.finetune_seeds if not run_done(results, _run_id(method, obs.model_id, s, "finetune"))]
+            if todo:
+                with Clock() as c:
+                    run_method(method, obs.model_id, results, run_method_name="finetune", config_extra=EXTRA,
+                               progress=progress)
+                write_cost(results, {"step": "transfer", "run_id": ",".join(
+                    _run_id(method, obs.model_id, s, "finetune") for s in todo), "model_id": obs.model_id,
+                    "weights": ident["weights"], "task": strat.name, "feature": "finetuned", "build": build,
+                    "images": len(strat.split("strategy")) * len(todo), "wall_s": c.wall, "cpu_s": c.cpu,
+                    "threads": _threads(), "started": _now()})
+            n += len(cfg.finetune_seeds)
+    return n, False
+
+
+class FinetunedTransfer(Method):
+    """A VPT-basic fine-tuned model (the weights early stopping kept, ``<results>/checkpoints/<run>/best.pt``)
+    evaluated on another task's evaluation items without training (the paper's VPT-Strategy test). ``sources``:
+    per seed, the fine-tuning run id and its summary row (training facts are copied from it); the source runs
+    are part of this run's configuration digest."""
+
+    name = "finetune_transfer"
+    trains = False
+    feature = "finetuned"
+
+    def __init__(self, task, cfg, loaded, sources: dict, results):
+        super().__init__(task, cfg)
+        self.loaded, self.sources, self.results = loaded, dict(sources), Path(results)
+
+    def digest_fields(self) -> dict:
+        return {"model": self.loaded.identity(), "source_runs": {str(s): r for s, (r, _) in sorted(self.sources.items())}}
+
+    def identity(self) -> dict:
+        return self.loaded.run_identity()
+
+    def start(self, items, run) -> None:
+        super().start(items, run)
+        self.initial = copy.deepcopy(self.loaded.module.state_dict())
+
+    def finish(self) -> None:
+        from .finetune import _refreeze
+
+        _refreeze(self.loaded, self.initial)
+
+    def run_seed(self, seed: int, rid: str) -> SeedResult:
+        import torch
+
+        from .finetune import _build, _loader, _run_epoch_eval
+
+        if seed not in self.sources:
+            raise ExperimentError(f"no fine-tuning run of seed {seed} to evaluate on {self.task.name}")
+        src, facts = self.sources[seed]
+        best = self.results / "checkpoints" / src / "best.pt"
+        if not best.is_file():
+            raise ExperimentError(f"{best}: the fine-tuned weights of run {src} are missing; remove "
+                                  f"{self.results / 'summary' / (src + '.parquet')} to fine-tune again")
+        self.loaded.module.load_state_dict(self.initial)
+        model = _build(self.loaded, len(self.task.classes), self.cfg.dropout)
+        model.load_state_dict(torch.load(best, map_location="cpu", weights_only=True))
+        lg, _, _ = _run_epoch_eval(model, _loader(self.items, self.loaded.transform, self.cfg, False, seed))
+        return SeedResult(probs=torch.softmax(lg, 1).numpy(), facts={
+            k: facts[k] for k in ("best_epoch", "epochs_run", "val_accuracy", "train_seconds")})
+
+
+# ----------------------------------------------------------------------------------- fine-tuning epoch cost
+
+
+def measure_epoch(build, results, model: str = DEFAULT_FINETUNE[0], sizes: tuple[int, ...] = (),
+                  target: str = "vpt", batch_size: int = 16, workers: int = 1, max_batches: int | None = None,
+                  progress: bool = True) -> pd.DataFrame:
+    """Time one training epoch of fine-tuning (the paper's batch 16, AdamW lr 5e-5, dropout 0.7; the steps of
+    ``eval.finetune``'s training loop) and one validation pass, at each image size in ``sizes`` (default: the
+    build's image size and the model's input size; images resized by their shorter side, no crop). Each
+    measurement is a ledger row (``step`` = ``epoch_train`` / ``epoch_val``); returns them."""
+    import torch
+    import torch.nn.functional as F
+    from tqdm.auto import tqdm
+
+    from .finetune import FinetuneConfig, _build, _loader, _run_epoch_eval
+    from .zoo import shorter_side_transform
+
+    tasks = load_tasks(build)
+    task = tasks[target]
+    obs = Observer.parse(model)
+    loaded = _load(obs)
+    native = int(loaded.data_config["input_size"][-1])
+    build_size = int(json.loads((Path(build) / "config.json").read_text())["size"])
+    sizes = tuple(sizes) or tuple(dict.fromkeys((build_size, native)))
+    fcfg = FinetuneConfig(batch_size=batch_size, num_workers=workers, seeds=(0,))
+    tr, va = task.split("train"), task.split("val")
+    if max_batches is not None:
+        tr, va = tr.iloc[:max_batches * batch_size], va.iloc[:max_batches * batch_size]
+    initial = copy.deepcopy(loaded.module.state_dict())
+    rows = []
+    for size in sizes:
+        transform = shorter_side_transform({**loaded.data_config, "input_size": (3, size, size)})
+        loaded.module.load_state_dict(initial)
+        torch.manual_seed(0)
+        net = _build(loaded, len(task.classes), fcfg.dropout)
+        opt = torch.optim.AdamW(net.parameters(), lr=fcfg.lr, weight_decay=fcfg.weight_decay)
+        net.train()
+        with Clock() as c:
+            for x, y in tqdm(_loader(tr, transform, fcfg, True, 0), desc=f"epoch at {size} px", unit="batch",
+                             disable=not progress, leave=False):
+                if len(y) < 2:
+                    continue
+                opt.zero_grad(set_to_none=True)
+                F.cross_entropy(net(x), y).backward()
+                opt.step()
+        base = {"model_id": obs.model_id, "weights": loaded.run_identity()["weights"], "task": task.name,
+                "feature": "finetuned", "build": build_identity(task), "size": size, "threads": _threads(),
+                "started": _now(), "note": f"build images {build_size} px, model input {native} px"}
+        rows.append({**base, "step": "epoch_train", "images": len(tr), "epochs": 1, "wall_s": c.wall, "cpu_s": c.cpu})
+        with Clock() as c:
+            _run_epoch_eval(net, _loader(va, transform, fcfg, False, 0))
+        rows.append({**base, "step": "epoch_val", "images": len(va), "epochs": 1, "wall_s": c.wall, "cpu_s": c.cpu})
+    loaded.module.load_state_dict(initial)
+    for r in rows:
+        write_cost(results, r)
+    return pd.DataFrame(rows)
+
+
+def record_build_time(results, build, time_file) -> dict:
+    """A ledger row ``step=build`` from the report of ``/usr/bin/time -v python -m tasks.threedpc out=<build>``
+    (GNU time's "User time", "System time", "Elapsed (wall clock) time"; the build's process pool workers are
+    its children, so their CPU is included)."""
+    text = Path(time_file).read_text()
+    found = {}
+    for line in text.splitlines():
+        key, _, value = line.strip().rpartition(": ")
+        found[key] = value.strip()
+    try:
+        cpu = float(found["User time (seconds)"]) + float(found["System time (seconds)"])
+        wall = 0.0
+        for part in found["Elapsed (wall clock) time (h:mm:ss or m:ss)"].split(":"):
+            wall = wall * 60 + float(part)
+    except (KeyError, ValueError):
+        raise ExperimentError(f"{time_file}: not a GNU time -v report (needs User time, System time and Elapsed "
+                              "lines; run the build as /usr/bin/time -v python -m tasks.threedpc ... 2> <file>)") from None
+    tasks = load_tasks(build)
+    row = {"step": "build", "build": build_identity(tasks["vpt"]), "images": len(tasks["vpt"].dataset_images),
+           "size": int(json.loads((Path(build) / "config.json").read_text())["size"]), "wall_s": wall, "cpu_s": cpu,
+           "started": _now(), "note": f"GNU time -v; max RSS {int(found.get('Maximum resident set size (kbytes)', 0)) // 1024} MB"}
+    write_cost(results, row)
+    return row
+
+
+# ------------------------------------------------------------------------------------------------- CLI
+
+
+def _tuple(kind):
+    def parse(text: str):
+        items = [t.strip() for t in text.split(",") if t.strip()]
+        try:
+            return tuple(kind(t) for t in items)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r}: expected a comma-separated list of {kind.__name__}") from None
+    return parse
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m eval.results_3dpc", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="probes, per-layer probes, fine-tuning, VPT-Strategy (resumable)")
+    r.add_argument("--build", required=True, help="a 3D-PC build (python -m tasks.threedpc out=...)")
+    r.add_argument("--results", required=True, help="results folder (appended to; finished runs are skipped)")
+    d = ExperimentConfig()
+    r.add_argument("--observers", type=_tuple(str), default=d.observers, help="comma-separated; '<id>@random' = random weights")
+    r.add_argument("--finetune-models", type=_tuple(str), default=d.finetune_models)
+    r.add_argument("--steps", type=_tuple(str), default=d.steps, help=f"any of {','.join(STEPS)}")
+    r.add_argument("--probe-seeds", type=_tuple(int), default=d.probe_seeds)
+    r.add_argument("--finetune-seeds", type=_tuple(int), default=d.finetune_seeds)
+    r.add_argument("--finetune-epochs", type=int, default=d.finetune_epochs)
+    r.add_argument("--finetune-patience", type=int, default=d.finetune_patience)
+    r.add_argument("--finetune-workers", type=int, default=d.finetune_workers)
+    r.add_argument("--epochs-per-invocation", type=int, default=None, help="pause fine-tuning after N epochs")
+    r.add_argument("--n-boot", type=int, default=d.n_boot)
+    r.add_argument("--batch-size", type=int, default=d.batch_size, help="extraction batch")
+    r.add_argument("--cache-dir", default=None)
+    r.add_argument("--no-progress", action="store_true")
+    c = sub.add_parser("cost", help="time one fine-tuning epoch at the build's and the model's image size")
+    c.add_argument("--build", required=True)
+    c.add_argument("--results", required=True)
+    c.add_argument("--model", default=DEFAULT_FINETUNE[0])
+    c.add_argument("--sizes", type=_tuple(int), default=(), help="image sizes (default: build's, model's)")
+    c.add_argument("--workers", type=int, default=1)
+    c.add_argument("--max-batches", type=int, default=None, help="time only this many batches (a smoke test)")
+    c.add_argument("--build-time", default=None, help="instead: record the build's cost from its /usr/bin/time -v report")
+    c.add_argument("--no-progress", action="store_true")
+    g = sub.add_parser("page", help="docs/results.md and its figures from a results folder")
+    g.add_argument("--results", required=True)
+    g.add_argument("--out", default="docs/results.md")
+    g.add_argument("--img", default=None, help="figure folder (default: <out's folder>/img)")
+    g.add_argument("--n-boot", type=int, default=10_000)
+    return p
+
+
+def main(argv: list[str] | None = None) -> None:
+    from render.cli import fail
+
+    args = parser().parse_args(argv)
+    try:
+        if args.command == "run":
+            if not Path(args.build).is_dir():
+                raise ExperimentError(f"--build {args.build}: no such folder")
+            cfg = ExperimentConfig(observers=args.observers, finetune_models=args.finetune_models, steps=args.steps,
+                                   probe_seeds=args.probe_seeds, finetune_seeds=args.finetune_seeds,
+                                   finetune_epochs=args.finetune_epochs, finetune_patience=args.finetune_patience,
+                                   finetune_workers=args.finetune_workers,
+                                   epochs_per_invocation=args.epochs_per_invocation, n_boot=args.n_boot,
+                                   batch_size=args.batch_size, cache_dir=args.cache_dir)
+            out = run_experiment(args.build, args.results, cfg, progress=not args.no_progress)
+            state = "paused (run the same command again to resume)" if out["paused"] else "complete"
+            print(f"{out['probe_runs']} probe runs, {out['finetune_runs']} fine-tuning runs in {args.results}: {state}")
+        elif args.command == "cost" and args.build_time:
+            r = record_build_time(args.results, args.build, args.build_time)
+            print(f"build: {r['wall_s'] / 60:.1f} min wall, {r['cpu_s'] / 60:.1f} CPU-min ({r['images']} images)")
+        elif args.command == "cost":
+            rows = measure_epoch(args.build, args.results, args.model, args.sizes, workers=args.workers,
+                                 max_batches=args.max_batches, progress=not args.no_progress)
+            for _, r in rows.iterrows():
+                print(f"{r.step} at {r['size']} px: {r.images} images, {r.wall_s / 60:.1f} min wall, "
+                      f"{r.cpu_s / 60:.1f} CPU-min")
+        else:
+            from .results_3dpc_page import write_page
+
+            md = write_page(args.results, args.out, args.img, n_boot=args.n_boot)
+            print(f"wrote {md}")
+    except (ExperimentError, S.ConfigError, FileNotFoundError) as e:
+        fail(str(e))
+    except Exception as e:  # noqa: BLE001 - the known error types of the layers below
+        from .embeddings import EmbeddingError
+        from .zoo import WeightsUnavailable, ZooError
+
+        if isinstance(e, (EmbeddingError, WeightsUnavailable, ZooError)):
+            fail(str(e))
+        raise
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=os.environ.get("VANTAGE_LOG", "WARNING"))
+    main(sys.argv[1:])
