@@ -52,6 +52,7 @@ import pandas as pd
 
 from tasks import schema as S
 
+from .results_3dpc_page import COST_COLUMNS, COST_KIND, DEVIATIONS, PLAN, read_cost, write_page  # noqa: F401 (re-exported)
 from .runner import Method, SeedResult, run_method
 
 log = logging.getLogger(__name__)
@@ -59,32 +60,10 @@ log = logging.getLogger(__name__)
 TARGETS = ("depth", "vpt", "vpt_strategy")  # probe targets of the pooled features
 LAYER_TARGETS = ("depth", "vpt")
 FINETUNE_TARGETS = ("vpt", "depth")
-DEFAULT_OBSERVERS = ("timm:tf_efficientnet_lite0", "timm:tf_efficientnet_lite0@random",
-                     "timm:tf_efficientnet_lite2", "timm:tf_efficientnet_lite2@random")
+DEFAULT_OBSERVERS = ("timm:tf_efficientnet_lite0", "timm:tf_efficientnet_lite2",
+                     "timm:tf_efficientnet_lite0@random", "timm:tf_efficientnet_lite2@random")
 DEFAULT_FINETUNE = ("timm:tf_efficientnet_lite0",)
 STEPS = ("probe", "layers", "finetune")
-COST_KIND = "cost"
-
-DEVIATIONS = (
-    ("validation split", "a random 10% of the training images", "the build's held-out validation scenes (one "
-     "per category)", "frames of one placement share its label and nearly its image: a random image split leaks "
-     "into early stopping (the release's fine-tuned validation accuracy was 100%)"),
-    ("early stopping", "unspecified", "probe: patience 10 epochs on validation loss; fine-tuning: patience "
-     "`finetune_patience` epochs on validation loss, best epoch kept", "the paper gives no rule; the loss is "
-     "the smoother signal at these validation sizes"),
-    ("fine-tuning seeds", "not stated", "`finetune_seeds` (default one seed)", "one epoch of Lite0 costs tens "
-     "of CPU-minutes here (cost table); probes keep the paper's 3 seeds"),
-    ("models", "317 timm models, foundation models, VLMs", "EfficientNet-Lite0 and -Lite2 (ImageNet, pip "
-     "packages) and random-weight controls", "the only pretrained weights reachable offline here: enough to "
-     "test the pattern, not the ImageNet correlation"),
-    ("CIs", "S.E.M. over models / bootstrap over items", "cluster bootstrap over placements (scene, setting) of "
-     "the seed-pooled trials", "frames of a placement share its label and nearly its image"),
-    ("sign-flip tests", "paired over models (depth vs VPT)", "paired over test placements, per model",
-     "two models give no test over models (2 pairs: p >= 0.5 whatever the data)"),
-    ("per-layer probes", "not in the paper (penultimate layer only)", "spatial mean of each EfficientNet stage",
-     "asked by issue 35: which depth of the network carries which task"),
-)
-
 
 class ExperimentError(ValueError):
     """A setting or input of the experiment that cannot be used (one line for the user)."""
@@ -127,6 +106,8 @@ class ExperimentConfig:
     finetune_patience: int = S.field(3, "fine-tuning epochs without a better validation loss before stopping",
                                      check=S.at_least(0))
     finetune_workers: int = S.field(1, "fine-tuning data-loader processes", check=S.at_least(0))
+    finetune_frames: int | None = S.field(8, "frames per placement kept in the fine-tuning train and validation "
+                                          "splits, evenly spaced along each trajectory (None: all)")
     epochs_per_invocation: int | None = S.field(None, "fine-tuning epochs per invocation (None: to the end)")
     n_boot: int = S.field(10_000, "bootstrap resamples of the per-run CIs", check=S.at_least(100))
     batch_size: int = S.field(64, "images per extraction batch", check=S.at_least(1))
@@ -136,6 +117,8 @@ class ExperimentConfig:
         S.validate_config(self)
         for text in (*self.observers, *self.finetune_models):
             Observer.parse(text)
+        if self.finetune_frames is not None and self.finetune_frames < 1:
+            raise S.not_allowed("finetune_frames", self.finetune_frames, ">= 1 or None")
         if self.epochs_per_invocation is not None and self.epochs_per_invocation < 1:
             raise S.not_allowed("epochs_per_invocation", self.epochs_per_invocation, ">= 1 or None")
 
@@ -181,12 +164,6 @@ def _cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-COST_COLUMNS = {"step": "string", "run_id": "string", "model_id": "string", "weights": "string",
-                "task": "string", "feature": "string", "seed": "int64", "build": "string", "images": "int64",
-                "epochs": "int64", "size": "int64", "wall_s": "float64", "cpu_s": "float64",
-                "threads": "int64", "started": "string", "note": "string"}
-
-
 def write_cost(results, row: dict) -> None:
     """Append one ledger row (``COST_COLUMNS``; missing text empty, numbers -1) as its own part."""
     from .results import write_part
@@ -194,14 +171,6 @@ def write_cost(results, row: dict) -> None:
     full = {c: row.get(c, "" if t == "string" else -1) for c, t in COST_COLUMNS.items()}
     df = pd.DataFrame([full]).astype(COST_COLUMNS)
     write_part(results, COST_KIND, f"{row['step']}__{uuid.uuid4().hex[:12]}", df)
-
-
-def read_cost(results) -> pd.DataFrame:
-    folder = Path(results) / COST_KIND
-    parts = sorted(folder.glob("*.parquet")) if folder.is_dir() else []
-    if not parts:
-        return pd.DataFrame({c: pd.Series(dtype=t) for c, t in COST_COLUMNS.items()})
-    return pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True).astype(COST_COLUMNS)
 
 
 def _threads() -> int:
@@ -274,7 +243,7 @@ def item_table(build) -> pd.DataFrame:
 def write_items(build, results) -> Path:
     """``<results>/items.parquet`` from :func:`item_table`, written atomically once per build (rewritten when
     the build's identity differs)."""
-    from scenes.files import atomic_write_bytes
+    from infra.files import atomic_write_bytes
 
     path = Path(results) / f"{ITEMS}.parquet"
     sha = build_identity(load_tasks(build)["vpt"])
@@ -296,32 +265,115 @@ def _load(obs: Observer, taps=(), fast: bool = False, device: str = "cpu"):
                       "shorter_side", tuple(taps), device, fast=fast)
 
 
+@dataclass(frozen=True)
+class Job:
+    """One unit of the plan: a probe run (``kind="probe"``: observer, target, feature, seed), a fine-tuning
+    run (``"finetune"``: observer, target, seed) or the VPT-Strategy test of an observer's VPT-basic
+    fine-tuned models (``"transfer"``)."""
+
+    kind: str
+    observer: str
+    target: str = ""
+    feature: str = "pooled"
+    seed: int = 0
+
+
+def plan(cfg: ExperimentConfig, taps: dict | None = None) -> list[Job]:
+    """The plan's jobs in the order they run, most important first, so that whatever an interrupted session
+    finished is the most useful part: (1) pooled probes on depth and VPT-basic, first seed, of every observer
+    except the second and later random-weight controls; (2) their other seeds and VPT-Strategy probes; (3)
+    fine-tuning of the first ``finetune_models`` entry on VPT-basic and its VPT-Strategy test; (4) the pooled
+    probes of the remaining random controls; (5) per-layer probes (``taps``: observer → stage names); (6) the
+    first model's fine-tuning on depth; (7) the other fine-tuned models."""
+    jobs: list[Job] = []
+    steps, seeds = set(cfg.steps), cfg.probe_seeds
+    # random-weight controls after the first come after the first fine-tuning (one control suffices early on)
+    randoms = [o for o in cfg.observers if not Observer.parse(o).pretrained]
+    early = [o for o in cfg.observers if o not in randoms[1:]]
+    late = randoms[1:]
+
+    def pooled(observers):
+        out = [Job("probe", o, t, "pooled", seeds[0]) for o in observers for t in ("depth", "vpt")]
+        return out + [Job("probe", o, t, "pooled", s) for s in seeds for o in observers for t in TARGETS
+                      if not (s == seeds[0] and t != "vpt_strategy")]
+
+    def tune(obs, targets):
+        out = []
+        for t in targets:
+            out += [Job("finetune", obs, t, "finetuned", s) for s in cfg.finetune_seeds]
+            if t == "vpt":
+                out.append(Job("transfer", obs, "vpt_strategy", "finetuned"))
+        return out
+
+    if "probe" in steps:
+        jobs += pooled(early)
+    tuners = list(cfg.finetune_models) if "finetune" in steps else []
+    if tuners:
+        jobs += tune(tuners[0], ("vpt",))
+    if "probe" in steps:
+        jobs += pooled(late)
+    if "layers" in steps:
+        jobs += [Job("probe", o, t, tap, s) for s in seeds for o in cfg.observers for tap in (taps or {}).get(o, ())
+                 for t in LAYER_TARGETS]
+    if tuners:
+        jobs += tune(tuners[0], ("depth",))
+        for o in tuners[1:]:
+            jobs += tune(o, FINETUNE_TARGETS)
+    return jobs
+
+
 def run_experiment(build, results, cfg: ExperimentConfig, progress: bool = True) -> dict:
-    """Run the plan's steps on ``build`` into ``results`` (module docstring); finished runs are skipped.
-    Returns ``{"probe_runs": n, "finetune_runs": n, "paused": bool}`` (runs present after this call)."""
+    """Run the plan (:func:`plan`) on ``build`` into ``results``; finished runs are skipped. Returns
+    ``{"probe_runs": n, "finetune_runs": n, "paused": bool}`` (runs present after this call)."""
     from tqdm.auto import tqdm
 
     tasks = load_tasks(build)
     Path(results).mkdir(parents=True, exist_ok=True)
     write_items(build, results)
+    taps = {o: layer_taps(Observer.parse(o).model_id) for o in cfg.observers}
+    write_plan(results, cfg, taps)
+    jobs = plan(cfg, taps)
     out = {"probe_runs": 0, "finetune_runs": 0, "paused": False}
-    observers = [Observer.parse(o) for o in cfg.observers] if {"probe", "layers"} & set(cfg.steps) else []
-    tuners = [Observer.parse(o) for o in cfg.finetune_models] if "finetune" in cfg.steps else []
-    bar = tqdm(total=len(observers) + len(tuners), desc="3D-PC results", unit="model", disable=not progress)
-    for obs in observers:
-        bar.set_postfix_str(str(obs))
-        out["probe_runs"] += _probe_observer(obs, tasks, results, cfg, progress)
-        bar.update(1)
-    for obs in tuners:
-        bar.set_postfix_str(f"fine-tune {obs}")
-        n, paused = _finetune_observer(obs, tasks, results, cfg, progress)
-        out["finetune_runs"] += n
-        out["paused"] |= paused
-        bar.update(1)
-        if paused:
-            break
+    probes = _Prober(tasks, results, cfg, taps, progress)
+    tuners = _Tuner(tasks, results, cfg, progress)
+    bar = tqdm(jobs, desc="3D-PC results", unit="run", disable=not progress)
+    for job in bar:
+        bar.set_postfix_str(f"{job.kind} {job.observer} {job.target} {job.feature} seed {job.seed}")
+        if job.kind == "probe":
+            probes.run(job)
+            out["probe_runs"] += 1
+        elif job.kind == "finetune":
+            if not tuners.finetune(job):
+                out["paused"] = True
+                break
+            out["finetune_runs"] += 1
+        else:
+            out["finetune_runs"] += tuners.transfer(job)
     bar.close()
     return out
+
+
+def write_plan(results, cfg: ExperimentConfig, taps: dict) -> dict:
+    """Merge this invocation's plan into ``<results>/plan.json`` (union of observers, fine-tuned models, steps
+    and seeds over every invocation; each observer's stages), so the page can show every planned cell, run
+    or not. Written atomically."""
+    from infra.files import atomic_write_text
+
+    path = Path(results) / PLAN
+    old = json.loads(path.read_text()) if path.is_file() else {}
+
+    def union(key, new):
+        return list(dict.fromkeys([*old.get(key, []), *new]))
+
+    merged = {"observers": union("observers", cfg.observers), "finetune_models": union("finetune_models",
+              cfg.finetune_models if "finetune" in cfg.steps else ()), "steps": union("steps", cfg.steps),
+              "probe_seeds": union("probe_seeds", cfg.probe_seeds),
+              "finetune_seeds": union("finetune_seeds", cfg.finetune_seeds),
+              "taps": {**old.get("taps", {}), **({o: list(t) for o, t in taps.items()} if "layers" in cfg.steps
+                                                  else {})}}
+    if merged != old:
+        atomic_write_text(path, json.dumps(merged, indent=1) + "\n")
+    return merged
 
 
 EXTRA = {"experiment": "results_3dpc"}  # in every run's configuration digest: these runs are this experiment's
@@ -335,43 +387,55 @@ def _run_id(method, model_id: str, seed: int, name: str | None = None) -> str:
     return run_id(name or method.name, method.task.name, model_id, seed, run_digest(method, EXTRA))
 
 
-def _probe_observer(obs: Observer, tasks: dict, results, cfg: ExperimentConfig, progress: bool) -> int:
-    """Embeddings (pooled + every stage), then pooled probes on every target and stage probes on depth and
-    VPT, one seed at a time; one ledger row per step that did work. Returns the number of probe runs."""
-    from .embeddings import get_embeddings
-    from .probe import ProbeConfig, ProbeMethod, run_probe
-    from .results import run_done
+class _Prober:
+    """Probe jobs: each observer's embeddings (pooled + every stage, extracted once: the stages are always
+    tapped so that one cache entry serves the pooled and the per-layer probes) loaded on first use; one probe
+    run per job; a ledger row per step that did work."""
 
-    taps = layer_taps(obs.model_id) if "layers" in cfg.steps else ()
-    loaded = _load(obs, taps, fast=True)
-    ident = loaded.run_identity()
-    vpt = tasks["vpt"]
-    build = build_identity(vpt)
-    with Clock() as c:
-        emb = get_embeddings(loaded, *vpt.image_files(), cfg.cache_dir, cfg.batch_size, progress=progress)
-    if not emb.from_cache:
-        write_cost(results, {"step": "embeddings", "model_id": obs.model_id, "weights": ident["weights"],
-                             "feature": ",".join(["pooled", *taps]), "build": build, "images": len(emb.item_ids),
-                             "size": int(loaded.data_config["input_size"][-1]), "wall_s": c.wall, "cpu_s": c.cpu,
-                             "threads": _threads(), "started": _now()})
-    jobs = [(t, "pooled") for t in TARGETS] if "probe" in cfg.steps else []
-    jobs += [(t, tap) for tap in taps for t in LAYER_TARGETS]
-    for target, feature in jobs:
-        task = tasks[target]
-        for seed in cfg.probe_seeds:
-            pcfg = ProbeConfig(seeds=(seed,), n_boot=cfg.n_boot)
-            rid = _run_id(ProbeMethod(task, pcfg, emb, feature, ident), obs.model_id, seed)
-            if run_done(results, rid):
-                continue
-            with Clock() as c:
-                summ = run_probe(task, emb, obs.model_id, pcfg, results, feature=feature, progress=progress,
-                                 identity=ident, config_extra=EXTRA)
-            write_cost(results, {"step": "probe", "run_id": rid, "model_id": obs.model_id,
-                                 "weights": ident["weights"], "task": task.name, "feature": feature, "seed": seed,
-                                 "build": build, "images": len(task.split("train")),
-                                 "epochs": int(summ["epochs_run"].iloc[0]), "wall_s": c.wall, "cpu_s": c.cpu,
-                                 "threads": _threads(), "started": _now()})
-    return len(jobs) * len(cfg.probe_seeds)
+    def __init__(self, tasks, results, cfg, taps, progress):
+        self.tasks, self.results, self.cfg, self.taps, self.progress = tasks, results, cfg, taps, progress
+        self.build = build_identity(tasks["vpt"])
+        self.loaded = {}  # observer -> (loaded, identity, embeddings), kept: jobs alternate between observers
+
+    def embeddings(self, obs_text: str):
+        from .embeddings import get_embeddings
+
+        if obs_text in self.loaded:
+            return self.loaded[obs_text]
+        obs = Observer.parse(obs_text)
+        loaded = _load(obs, self.taps.get(obs_text, ()), fast=True)
+        ident = loaded.run_identity()
+        with Clock() as c:
+            emb = get_embeddings(loaded, *self.tasks["vpt"].image_files(), self.cfg.cache_dir, self.cfg.batch_size,
+                                 progress=self.progress)
+        if not emb.from_cache:
+            write_cost(self.results, {"step": "embeddings", "model_id": obs.model_id, "weights": ident["weights"],
+                                      "feature": ",".join(["pooled", *loaded.taps]), "build": self.build,
+                                      "images": len(emb.item_ids), "size": int(loaded.data_config["input_size"][-1]),
+                                      "wall_s": c.wall, "cpu_s": c.cpu, "threads": _threads(), "started": _now()})
+        self.loaded[obs_text] = (loaded, ident, emb)
+        return loaded, ident, emb
+
+    def run(self, job: Job) -> None:
+        from .probe import ProbeConfig, ProbeMethod, run_probe
+        from .results import run_done
+
+        task = self.tasks[job.target]
+        obs = Observer.parse(job.observer)
+        pcfg = ProbeConfig(seeds=(job.seed,), n_boot=self.cfg.n_boot)
+        # the run id needs the embeddings' cache key: load them (from the cache once extracted)
+        loaded, ident, emb = self.embeddings(job.observer)
+        rid = _run_id(ProbeMethod(task, pcfg, emb, job.feature, ident), obs.model_id, job.seed)
+        if run_done(self.results, rid):
+            return
+        with Clock() as c:
+            summ = run_probe(task, emb, obs.model_id, pcfg, self.results, feature=job.feature, progress=False,
+                             identity=ident, config_extra=EXTRA)
+        write_cost(self.results, {"step": "probe", "run_id": rid, "model_id": obs.model_id,
+                                  "weights": ident["weights"], "task": task.name, "feature": job.feature,
+                                  "seed": job.seed, "build": self.build, "images": len(task.split("train")),
+                                  "epochs": int(summ["epochs_run"].iloc[0]), "wall_s": c.wall, "cpu_s": c.cpu,
+                                  "threads": _threads(), "started": _now()})
 
 
 def finetune_config(cfg: ExperimentConfig, seeds: tuple[int, ...]):
@@ -383,6 +447,29 @@ def finetune_config(cfg: ExperimentConfig, seeds: tuple[int, ...]):
                           num_workers=cfg.finetune_workers, n_boot=cfg.n_boot)
 
 
+def thin_task(task, frames: int | None, splits=("train", "val")):
+    """``task`` with at most ``frames`` images per placement (its ``group``) in ``splits``, evenly spaced in
+    item order (frame order along the placement's camera trajectory: neighbouring frames are nearly the same
+    view, so a spaced subset keeps most of what an epoch shows at a fraction of its cost); other splits
+    untouched. The thinning enters ``task.info`` and so every run's configuration digest. ``None``: ``task``."""
+    from dataclasses import replace as dc_replace
+
+    if frames is None:
+        return task
+    items = task.items
+    keep = np.ones(len(items), bool)
+    for split in splits:
+        sel = items.index[items["split"] == split]
+        for _, idx in items.loc[sel].sort_values("item_id").groupby("group", sort=False).groups.items():
+            idx = np.asarray(idx)
+            if len(idx) > frames:
+                pick = np.unique(np.round(np.linspace(0, len(idx) - 1, frames)).astype(int))
+                drop = np.setdiff1d(np.arange(len(idx)), pick)
+                keep[items.index.get_indexer(idx[drop])] = False
+    return dc_replace(task, items=items[keep].reset_index(drop=True),
+                      info={**task.info, "finetune_frames_per_placement": int(frames), "thinned": list(splits)})
+
+
 def _epochs_done(results, rid: str) -> int:
     """Epochs a fine-tuning run has finished (from its checkpoint; 0 before its first)."""
     from .finetune import load_checkpoint
@@ -391,54 +478,78 @@ def _epochs_done(results, rid: str) -> int:
     return int(load_checkpoint(last)["state"]["epoch"]) + 1 if last.is_file() else 0
 
 
-def _finetune_observer(obs: Observer, tasks: dict, results, cfg: ExperimentConfig, progress: bool) -> tuple[int, bool]:
-    """Fine-tune on each target (one seed at a time, resumable), then the VPT-basic models on VPT-Strategy.
-    Returns (runs finished, paused)."""
-    from .finetune import FinetuneMethod, run_finetune
-    from .results import part_path, run_done
+class _Tuner:
+    """Fine-tuning jobs (resumable from their checkpoints; a ledger row per invocation with the epochs it
+    trained) and VPT-Strategy tests of the VPT-basic fine-tuned models."""
 
-    loaded = _load(obs)
-    ident = loaded.run_identity()
-    build = build_identity(tasks["vpt"])
-    n = 0
-    for target in FINETUNE_TARGETS:
-        task = tasks[target]
+    def __init__(self, tasks, results, cfg, progress):
+        self.tasks = {t: thin_task(task, cfg.finetune_frames) for t, task in tasks.items()}
+        self.results, self.cfg, self.progress = results, cfg, progress
+        self.build = build_identity(tasks["vpt"])
+        self.current = None
+
+    def load(self, obs_text: str):
+        if not (self.current and self.current[0] == obs_text):
+            self.current = (obs_text, _load(Observer.parse(obs_text)))
+        return self.current[1]
+
+    def rid(self, job: Job) -> str:
+        from .finetune import FinetuneMethod
+
+        fcfg = finetune_config(self.cfg, (job.seed,))
+        return _run_id(FinetuneMethod(self.tasks[job.target], fcfg, self.load(job.observer)),
+                       Observer.parse(job.observer).model_id, job.seed)
+
+    def finetune(self, job: Job) -> bool:
+        """Run (or resume) one fine-tuning run; False when paused by ``epochs_per_invocation``."""
+        from .finetune import run_finetune
+        from .results import run_done
+
+        rid = self.rid(job)
+        if run_done(self.results, rid):
+            return True
+        loaded, task, obs = self.load(job.observer), self.tasks[job.target], Observer.parse(job.observer)
+        before = _epochs_done(self.results, rid)
+        with Clock() as c:
+            summ = run_finetune(task, loaded, obs.model_id, finetune_config(self.cfg, (job.seed,)), self.results,
+                                config_extra=EXTRA, epochs_per_invocation=self.cfg.epochs_per_invocation,
+                                progress=self.progress)
+        after = _epochs_done(self.results, rid)
+        write_cost(self.results, {"step": "finetune", "run_id": rid, "model_id": obs.model_id,
+                                  "weights": loaded.run_identity()["weights"], "task": task.name,
+                                  "feature": "finetuned", "seed": job.seed, "build": self.build,
+                                  "epochs": after - before, "images": len(task.split("train")),
+                                  "size": int(loaded.data_config["input_size"][-1]), "wall_s": c.wall,
+                                  "cpu_s": c.cpu, "threads": _threads(), "started": _now(),
+                                  "note": "paused" if summ is None else f"finished after {after} epochs"})
+        return summ is not None
+
+    def transfer(self, job: Job) -> int:
+        """The VPT-basic fine-tuned models (every ``finetune_seeds`` run, all finished) on VPT-Strategy."""
+        from .results import part_path, run_done
+
+        loaded, obs = self.load(job.observer), Observer.parse(job.observer)
         sources = {}
-        for seed in cfg.finetune_seeds:
-            fcfg = finetune_config(cfg, (seed,))
-            rid = _run_id(FinetuneMethod(task, fcfg, loaded), obs.model_id, seed)
-            if not run_done(results, rid):
-                before = _epochs_done(results, rid)
-                with Clock() as c:
-                    summ = run_finetune(task, loaded, obs.model_id, fcfg, results, config_extra=EXTRA,
-                                        epochs_per_invocation=cfg.epochs_per_invocation, progress=progress)
-                after = _epochs_done(results, rid)
-                write_cost(results, {"step": "finetune", "run_id": rid, "model_id": obs.model_id,
-                                     "weights": ident["weights"], "task": task.name, "feature": "finetuned",
-                                     "seed": seed, "build": build, "epochs": after - before,
-                                     "images": len(task.split("train")),
-                                     "size": int(loaded.data_config["input_size"][-1]), "wall_s": c.wall,
-                                     "cpu_s": c.cpu, "threads": _threads(), "started": _now(),
-                                     "note": "paused" if summ is None else f"finished after {after} epochs"})
-                if summ is None:
-                    return n, True
-            n += 1
-            sources[seed] = (rid, pd.read_parquet(part_path(results, "summary", rid)).iloc[0].to_dict())
-        if target == "vpt":
-            strat = tasks["vpt_strategy"]
-            method = FinetunedTransfer(strat, finetune_config(cfg, cfg.finetune_seeds), loaded, sources, results)
-            todo = [s for s in cfg.finetune_seeds if not run_done(results, _run_id(method, obs.model_id, s, "finetune"))]
-            if todo:
-                with Clock() as c:
-                    run_method(method, obs.model_id, results, run_method_name="finetune", config_extra=EXTRA,
-                               progress=progress)
-                write_cost(results, {"step": "transfer", "run_id": ",".join(
-                    _run_id(method, obs.model_id, s, "finetune") for s in todo), "model_id": obs.model_id,
-                    "weights": ident["weights"], "task": strat.name, "feature": "finetuned", "build": build,
-                    "images": len(strat.split("strategy")) * len(todo), "wall_s": c.wall, "cpu_s": c.cpu,
-                    "threads": _threads(), "started": _now()})
-            n += len(cfg.finetune_seeds)
-    return n, False
+        for seed in self.cfg.finetune_seeds:
+            rid = self.rid(Job("finetune", job.observer, "vpt", "finetuned", seed))
+            if not run_done(self.results, rid):
+                raise ExperimentError(f"fine-tuning run {rid} is not finished; cannot test it on VPT-Strategy")
+            sources[seed] = (rid, pd.read_parquet(part_path(self.results, "summary", rid)).iloc[0].to_dict())
+        strat = self.tasks["vpt_strategy"]
+        method = FinetunedTransfer(strat, finetune_config(self.cfg, self.cfg.finetune_seeds), loaded, sources,
+                                   self.results)
+        todo = [s for s in self.cfg.finetune_seeds
+                if not run_done(self.results, _run_id(method, obs.model_id, s, "finetune"))]
+        if todo:
+            with Clock() as c:
+                run_method(method, obs.model_id, self.results, run_method_name="finetune", config_extra=EXTRA,
+                           progress=False)
+            write_cost(self.results, {"step": "transfer", "run_id": ",".join(
+                _run_id(method, obs.model_id, s, "finetune") for s in todo), "model_id": obs.model_id,
+                "weights": loaded.run_identity()["weights"], "task": strat.name, "feature": "finetuned",
+                "build": self.build, "images": len(strat.split("strategy")) * len(todo), "wall_s": c.wall,
+                "cpu_s": c.cpu, "threads": _threads(), "started": _now()})
+        return len(self.cfg.finetune_seeds)
 
 
 class FinetunedTransfer(Method):
@@ -586,6 +697,15 @@ def _tuple(kind):
     return parse
 
 
+def _frames(text: str) -> int | None:
+    if text.strip().lower() in ("all", "none"):
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a number of frames or 'all'") from None
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m eval.results_3dpc", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -601,6 +721,8 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--finetune-epochs", type=int, default=d.finetune_epochs)
     r.add_argument("--finetune-patience", type=int, default=d.finetune_patience)
     r.add_argument("--finetune-workers", type=int, default=d.finetune_workers)
+    r.add_argument("--finetune-frames", type=_frames, default=d.finetune_frames,
+                   help=f"frames per placement in the fine-tuning train/val splits (default {d.finetune_frames}; 'all')")
     r.add_argument("--epochs-per-invocation", type=int, default=None, help="pause fine-tuning after N epochs")
     r.add_argument("--n-boot", type=int, default=d.n_boot)
     r.add_argument("--batch-size", type=int, default=d.batch_size, help="extraction batch")
@@ -624,7 +746,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from render.cli import fail
+    from infra.cli import fail
 
     args = parser().parse_args(argv)
     try:
@@ -634,7 +756,7 @@ def main(argv: list[str] | None = None) -> None:
             cfg = ExperimentConfig(observers=args.observers, finetune_models=args.finetune_models, steps=args.steps,
                                    probe_seeds=args.probe_seeds, finetune_seeds=args.finetune_seeds,
                                    finetune_epochs=args.finetune_epochs, finetune_patience=args.finetune_patience,
-                                   finetune_workers=args.finetune_workers,
+                                   finetune_workers=args.finetune_workers, finetune_frames=args.finetune_frames,
                                    epochs_per_invocation=args.epochs_per_invocation, n_boot=args.n_boot,
                                    batch_size=args.batch_size, cache_dir=args.cache_dir)
             out = run_experiment(args.build, args.results, cfg, progress=not args.no_progress)
@@ -650,8 +772,6 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"{r.step} at {r['size']} px: {r.images} images, {r.wall_s / 60:.1f} min wall, "
                       f"{r.cpu_s / 60:.1f} CPU-min")
         else:
-            from .results_3dpc_page import write_page
-
             md = write_page(args.results, args.out, args.img, n_boot=args.n_boot)
             print(f"wrote {md}")
     except (ExperimentError, S.ConfigError, FileNotFoundError) as e:

@@ -23,6 +23,7 @@ standing differences between the paper's setting and ours (:data:`CONTEXT`).
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,6 +75,47 @@ CONTEXT = (
     "Two models cannot show the ImageNet correlation (ρ = 0.66 depth, 0.34 VPT), and 'best of 317' is an upper "
     "tail our two models need not reach.",
 )
+
+
+DEVIATIONS = (
+    ("validation split", "a random 10% of the training images", "the build's held-out validation scenes (one "
+     "per category)", "frames of one placement share its label and nearly its image: a random image split leaks "
+     "into early stopping (the release's fine-tuned validation accuracy was 100%)"),
+    ("early stopping", "unspecified", "probe: patience 10 epochs on validation loss; fine-tuning: patience "
+     "`finetune_patience` epochs on validation loss, best epoch kept", "the paper gives no rule; the loss is "
+     "the smoother signal at these validation sizes"),
+    ("fine-tuning seeds", "not stated", "`finetune_seeds` (default one seed)", "one epoch of Lite0 costs tens "
+     "of CPU-minutes here (cost table); probes keep the paper's 3 seeds"),
+    ("models", "317 timm models, foundation models, VLMs", "EfficientNet-Lite0 and -Lite2 (ImageNet, pip "
+     "packages) and random-weight controls", "the only pretrained weights reachable offline here: enough to "
+     "test the pattern, not the ImageNet correlation"),
+    ("CIs", "S.E.M. over models / bootstrap over items", "cluster bootstrap over placements (scene, setting) of "
+     "the seed-pooled trials", "frames of a placement share its label and nearly its image"),
+    ("sign-flip tests", "paired over models (depth vs VPT)", "paired over test placements, per model",
+     "two models give no test over models (2 pairs: p >= 0.5 whatever the data)"),
+    ("per-layer probes", "not in the paper (penultimate layer only)", "spatial mean of each EfficientNet stage",
+     "asked by issue 35: which depth of the network carries which task"),
+)
+
+
+
+# ------------------------------------------------------------------------------------------ cost ledger
+
+COST_KIND = "cost"  # <results>/cost/*.parquet, written by eval.results_3dpc
+PLAN = "plan.json"  # <results>/plan.json: the cells asked for so far (eval.results_3dpc.write_plan)
+COST_COLUMNS = {"step": "string", "run_id": "string", "model_id": "string", "weights": "string",
+                "task": "string", "feature": "string", "seed": "int64", "build": "string", "images": "int64",
+                "epochs": "int64", "size": "int64", "wall_s": "float64", "cpu_s": "float64",
+                "threads": "int64", "started": "string", "note": "string"}
+
+
+def read_cost(results) -> pd.DataFrame:
+    folder = Path(results) / COST_KIND
+    parts = sorted(folder.glob("*.parquet")) if folder.is_dir() else []
+    if not parts:
+        return pd.DataFrame({c: pd.Series(dtype=t) for c, t in COST_COLUMNS.items()})
+    return pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True).astype(COST_COLUMNS)
+
 
 
 # ------------------------------------------------------------------------------------------ observers
@@ -155,6 +197,54 @@ def accuracy_table(trials: pd.DataFrame, summary: pd.DataFrame, n_boot: int = 10
 
 
 WHOLE = ("pooled", "finetuned")  # features of the whole model: the paper's probe input, and fine-tuning
+NOT_RUN = "not run (cost)"  # a planned cell without results (yet): the runs are resumable
+
+
+def _observer_parts(text: str) -> tuple[str, str]:
+    """``(model id, weights)`` of an observer of the plan (``<model id>`` or ``<model id>@random[N]``, as
+    :class:`eval.results_3dpc.Observer`); pretrained weights as ``pretrained`` (the page only needs the kind)."""
+    mid, sep, w = str(text).partition("@")
+    return (mid, f"random:seed={int(w[6:] or 0)}") if sep else (mid, "pretrained")
+
+
+def planned_cells(plan: dict) -> pd.DataFrame:
+    """Every accuracy cell a plan (``<results>/plan.json`` of :func:`eval.results_3dpc.write_plan`) asks for:
+    ``task, method, feature, observer, split, pretrained`` — pooled probes of every observer on every target
+    (evaluation split, and ``human`` for depth and VPT-basic), stage probes on the test split, fine-tuning on
+    VPT-basic and depth and the VPT-Strategy test."""
+    rows = []
+    steps = set(plan.get("steps", ()))
+
+    def add(task, method, feature, obs, splits):
+        mid, w = _observer_parts(obs)
+        for split in splits:
+            rows.append({"task": task, "method": method, "feature": feature, "observer": observer_label(mid, w),
+                         "split": split, "pretrained": _pretrained(w)})
+
+    for obs in plan.get("observers", ()):
+        if "probe" in steps:
+            for task in TASKS:
+                add(task, "probe", "pooled", obs, dict.fromkeys((EVAL_SPLIT[task], "human")) if task != "3dpc/vpt_strategy"
+                    else ("strategy",))
+        if "layers" in steps:
+            for tap in plan.get("taps", {}).get(obs, ()):
+                for task in ("3dpc/depth", "3dpc/vpt"):
+                    add(task, "probe", tap, obs, ("test",))
+    if "finetune" in steps:
+        for obs in plan.get("finetune_models", ()):
+            for task in TASKS:
+                add(task, "finetune", "finetuned", obs, ("strategy",) if task == "3dpc/vpt_strategy" else ("test", "human"))
+    cols = ["task", "method", "feature", "observer", "split", "pretrained"]
+    return pd.DataFrame(rows, columns=cols).drop_duplicates(cols[:5]).reset_index(drop=True)
+
+
+def missing_cells(acc: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame:
+    """The planned ``cells`` that ``acc`` (the accuracy table) has no row for."""
+    keys = ["task", "method", "feature", "observer", "split"]
+    if cells.empty or acc.empty:
+        return cells
+    have = set(map(tuple, acc[keys].astype(str).to_numpy()))
+    return cells[[tuple(map(str, r)) not in have for r in cells[keys].to_numpy()]].reset_index(drop=True)
 
 
 def main_rows(acc: pd.DataFrame) -> pd.DataFrame:
@@ -236,7 +326,7 @@ def _fmt_p(p: float) -> str:
     return "< 0.001" if p < 0.001 else f"{p:.3f}"
 
 
-def verdicts(acc: pd.DataFrame, tests: pd.DataFrame) -> pd.DataFrame:
+def verdicts(acc: pd.DataFrame, tests: pd.DataFrame, planned=()) -> pd.DataFrame:
     """The paper's expected pattern, claim by claim, for the pretrained models (and the random controls):
     ``claim, observer, holds (yes | no | not run), evidence``. A difference holds when it has the paper's sign
     and p < 0.05; "near chance" when the CI contains 0.5 or the accuracy is within the paper's best probe
@@ -261,26 +351,26 @@ def verdicts(acc: pd.DataFrame, tests: pd.DataFrame) -> pd.DataFrame:
     def add(claim, obs, holds, evidence):
         rows.append({"claim": claim, "observer": obs, "holds": holds, "evidence": evidence})
 
-    pretrained = sorted(main.loc[main["pretrained"], "observer"].unique())
+    pretrained = sorted(set(main.loc[main["pretrained"], "observer"]) | {o for o in planned if "(random" not in o})
     for obs in pretrained:
         d, v = row("3dpc/depth", "probe", obs), row("3dpc/vpt", "probe", obs)
         t = test("depth vs VPT-basic (linear probe)", obs)
         if d is None or v is None or t is None:
-            add("probe: depth ≫ VPT-basic", obs, "not run", "")
+            add("probe: depth ≫ VPT-basic", obs, NOT_RUN, "")
         else:
             ok = t["mean_difference"] > 0 and t["p_value"] < ALPHA
             add("probe: depth ≫ VPT-basic", obs, "yes" if ok else "no",
                 f"depth {cite(d)} vs VPT {cite(v)}; per-placement difference {t['mean_difference']:+.3f}, "
                 f"p {_fmt_p(t['p_value'])} over {t['placements']} placements")
         if v is None:
-            add("probe: VPT-basic near chance", obs, "not run", "")
+            add("probe: VPT-basic near chance", obs, NOT_RUN, "")
         else:
             add("probe: VPT-basic near chance", obs, "yes" if near_chance(v) else "no",
                 f"VPT {cite(v)}; paper's best probe 0.538")
         t = test("fine-tuned vs probe (VPT-basic)", obs)
         fv = row("3dpc/vpt", "finetune", obs)
         if t is None or fv is None:
-            add("fine-tuning lifts VPT-basic", obs, "not run", "")
+            add("fine-tuning lifts VPT-basic", obs, NOT_RUN, "")
         else:
             ok = t["mean_difference"] > 0 and t["p_value"] < ALPHA
             add("fine-tuning lifts VPT-basic", obs, "yes" if ok else "no",
@@ -288,21 +378,24 @@ def verdicts(acc: pd.DataFrame, tests: pd.DataFrame) -> pd.DataFrame:
                 f"p {_fmt_p(t['p_value'])}; humans (paper) {HUMANS['3dpc/vpt']:.3f}")
         s = row("3dpc/vpt_strategy", "finetune", obs)
         if s is None:
-            add("VPT-Strategy after VPT-basic fine-tuning near chance", obs, "not run", "")
+            add("VPT-Strategy after VPT-basic fine-tuning near chance", obs, NOT_RUN, "")
         else:
             ok = bool(s["ci_low"] <= CHANCE <= s["ci_high"]) or s["accuracy"] <= PAPER[("3dpc/vpt_strategy", "finetune")].value
             add("VPT-Strategy after VPT-basic fine-tuning near chance", obs, "yes" if ok else "no",
                 f"{cite(s)}; paper's best 0.66, humans 0.87")
-    for obs in sorted(main.loc[~main["pretrained"], "observer"].unique()):
+    for obs in sorted(set(main.loc[~main["pretrained"], "observer"]) | {o for o in planned if "(random" in o}):
         rs = main[(main["observer"] == obs)]
+        if rs.empty:
+            add("random-weight control at chance", obs, NOT_RUN, "")
+            continue
         off = rs[~((rs["ci_low"] <= CHANCE) & (rs["ci_high"] >= CHANCE))]
         add("random-weight control at chance", obs, "yes" if off.empty else "no",
             "; ".join(f"{_row_title(r)} {cite(r)}" for _, r in rs.iterrows()))
     return pd.DataFrame(rows, columns=["claim", "observer", "holds", "evidence"])
 
 
-COST_COLUMNS = ["step", "model", "task", "features", "size", "runs", "images", "epochs", "wall_min", "cpu_min",
-                "cpu_min_per_run", "cpu_min_per_epoch", "note"]
+COST_TABLE_COLUMNS = ["step", "model", "task", "features", "size", "runs", "images", "epochs", "wall_min", "cpu_min",
+                      "cpu_min_per_run", "cpu_min_per_epoch", "note"]
 COST_ORDER = ("build", "embeddings", "probe", "epoch_train", "epoch_val", "finetune", "transfer")
 
 
@@ -382,7 +475,7 @@ def cost_table(cost: pd.DataFrame) -> pd.DataFrame:
     stopping included; probes: the sum over runs), wall and CPU minutes in all, CPU minutes per run and per
     epoch. ``features``: ``pooled``, ``stages`` (per-layer probes), or the ledger's feature list."""
     if cost.empty:
-        return pd.DataFrame(columns=COST_COLUMNS)
+        return pd.DataFrame(columns=COST_TABLE_COLUMNS)
     c = cost.copy()
     c["model"] = [observer_label(m, w) if m else "" for m, w in zip(c["model_id"], c["weights"])]
     c["features"] = [_features_cell(s, f) for s, f in zip(c["step"], c["feature"])]
@@ -396,7 +489,7 @@ def cost_table(cost: pd.DataFrame) -> pd.DataFrame:
     out["epochs"] = out["epochs"].where(out["step"].isin(["finetune", "epoch_train", "epoch_val", "probe"]), -1)
     out["_o"] = out["step"].map({s: i for i, s in enumerate(COST_ORDER)}).fillna(len(COST_ORDER))
     out = out.sort_values(["_o", "model", "task", "features"]).drop(columns="_o").reset_index(drop=True)
-    return out[COST_COLUMNS]
+    return out[COST_TABLE_COLUMNS]
 
 
 # ------------------------------------------------------------------------------------------------ figures
@@ -575,13 +668,42 @@ def _paper_cell(r) -> str:
     return pv.text if pv else ""
 
 
+def _in_page_order(df: pd.DataFrame) -> pd.DataFrame:
+    """Accuracy-table rows (run or planned) by task, method, pretrained first, observer, split."""
+    order = {t: i for i, t in enumerate(TASKS)}
+    key = pd.DataFrame({"t": df["task"].map(order).fillna(len(order)), "m": df["method"].map({"probe": 0, "finetune": 1}),
+                        "p": ~df["pretrained"].astype(bool), "o": df["observer"], "s": df["split"]})
+    return df.loc[key.sort_values(["t", "m", "p", "o", "s"]).index].reset_index(drop=True)
+
+
+def validity_section(sweep_md: Path, page_dir: Path) -> str:
+    """The first table of the validity sweep's page (``docs/validity_sweep.md``, written by
+    ``benchmarks/validity_sweep.py``: the shortcut audit's gated figures over build configurations) with a
+    link to it, or a line saying it is not there yet. Read at every regeneration."""
+    import os
+
+    if not sweep_md.is_file():
+        return (f"The validity sweep (`{sweep_md.name}`, from `benchmarks/validity_sweep.py`) is not in "
+                f"`{page_dir}` yet; regenerating this page includes its table once it is.\n\n")
+    lines, table = sweep_md.read_text().splitlines(), []
+    for line in lines:
+        if line.lstrip().startswith("|"):
+            table.append(line)
+        elif table:
+            break
+    link = os.path.relpath(sweep_md, page_dir)
+    head = (f"Whether the build's shortcut audit passes over other build configurations (scene subsets, settings, "
+            f"frames, seeds, image size): the table of [{sweep_md.name}]({link}) as it stands at this page's "
+            "generation (details, command and date there). The results above are on the default build only.\n\n")
+    return head + ("\n".join(table) + "\n\n" if table else f"_{sweep_md.name} has no table yet._\n\n")
+
+
 def write_page(results, out_md, img_dir=None, n_boot: int = 10_000) -> Path:
     """Write ``out_md`` and its figures (``img_dir``, default ``<out_md's folder>/img``) from ``results``."""
-    from scenes.files import atomic_write_bytes, atomic_write_text
+    from infra.files import atomic_write_bytes, atomic_write_text
 
     from .figures.style import render
     from .results import read_results
-    from .results_3dpc import DEVIATIONS, read_cost
 
     res = Path(results)
     if not (res / "summary").is_dir():
@@ -599,8 +721,11 @@ def write_page(results, out_md, img_dir=None, n_boot: int = 10_000) -> Path:
     if acc.empty:
         raise FileNotFoundError(f"--results {res}: no 3D-PC runs")
     acc["key"] = [f"R{i + 1}" for i in range(len(acc))]
+    plan = json.loads((res / PLAN).read_text()) if (res / PLAN).is_file() else {}
+    cells = planned_cells(plan)
+    missing = missing_cells(acc, cells)
     tests = tests_table(trials, acc)
-    verdict = verdicts(acc, tests)
+    verdict = verdicts(acc, tests, planned=list(dict.fromkeys(cells["observer"])))
     figs = []
 
     def fig(stem, caption, make):
@@ -649,9 +774,12 @@ def write_page(results, out_md, img_dir=None, n_boot: int = 10_000) -> Path:
              "best VPT probe (0.538; VPT-Strategy: its best fine-tuned 0.66).\n\n")
     p.append("## Accuracy: task × model × method\n\n")
     main = acc[acc["feature"].isin(WHOLE)].copy()
+    main["acc_t"] = [_acc_cell(r) for _, r in main.iterrows()]
+    todo = missing[missing["feature"].isin(WHOLE)].assign(key="", acc_t=NOT_RUN, seeds="", n_items="",
+                                                          n_placements="")
+    main = _in_page_order(pd.concat([main, todo], ignore_index=True))
     main["task_t"] = main["task"].map(TASK_TITLES)
     main["method_t"] = main["method"].map(METHOD_TITLES)
-    main["acc_t"] = [_acc_cell(r) for _, r in main.iterrows()]
     main["paper_t"] = [_paper_cell(r) for _, r in main.iterrows()]
     main["humans_t"] = [f"{HUMANS.get(t, float('nan')):.3f}" for t in main["task"]]
     p.append(_md_table(main, {"key": "key", "task_t": "task", "observer": "model", "method_t": "method",
@@ -668,12 +796,15 @@ def write_page(results, out_md, img_dir=None, n_boot: int = 10_000) -> Path:
         p.append(f"![{stem}]({Path(img.name if img.parent == out_md.parent else img) / (stem + '.png')})\n\n"
                  f"*{caption}.*\n\n" if stem else f"*{caption}*\n\n")
     lay = acc[(acc["method"] == "probe") & (acc["split"] == "test") & acc["task"].isin(["3dpc/depth", "3dpc/vpt"])]
-    if (lay["feature"] != "pooled").any():
+    lay_todo = missing[(missing["method"] == "probe") & (missing["split"] == "test")
+                       & missing["task"].isin(["3dpc/depth", "3dpc/vpt"])]
+    if (lay["feature"] != "pooled").any() or (lay_todo["feature"] != "pooled").any():
         p.append("## Per-layer probes\n\n")
-        wide = lay.assign(cell=[f"{r['accuracy']:.3f} ({r['key']})" for _, r in lay.iterrows()])
+        wide = pd.concat([lay.assign(cell=[f"{r['accuracy']:.3f} ({r['key']})" for _, r in lay.iterrows()]),
+                          lay_todo.assign(cell=NOT_RUN)], ignore_index=True)
         wide = wide.pivot_table(index=["observer", "task"], columns="feature", values="cell", aggfunc="first")
         cols = sorted(wide.columns, key=_stage_index)
-        wide = wide[cols].reset_index()
+        wide = wide[cols].fillna("").reset_index()
         wide["task"] = wide["task"].map(TASK_TITLES)
         p.append(_md_table(wide, {"observer": "model", "task": "task", **{c: c for c in cols}}))
         p.append("\nTest-split accuracy of a linear probe (same protocol, 3 seeds) on the spatial mean of each "
@@ -709,6 +840,8 @@ def write_page(results, out_md, img_dir=None, n_boot: int = 10_000) -> Path:
     p.append("\nPaired sign-flip randomisation tests (10,000 sign patterns, exact up to 16 units; two-sided) of the "
              "mean per-unit accuracy difference over the units both sides share (placements; VPT-Strategy: scenes; "
              "seeds pooled); 'vs chance' compares each unit's accuracy with 0.5.\n\n")
+    p.append("## Validity across build configurations\n\n")
+    p.append(validity_section(out_md.parent / "validity_sweep.md", out_md.parent))
     p.append("## Why our setting differs from the paper's\n\n")
     for c in CONTEXT:
         p.append(f"- {c}\n")

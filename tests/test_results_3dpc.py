@@ -2,10 +2,7 @@
 (probes, per-layer probes, fine-tuning, VPT-Strategy transfer) with a tiny timm model, resumed, then `page`;
 every accuracy on the page is traced back through its key to result rows and recomputed from the trials."""
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +14,6 @@ from eval import stats
 from eval.results_3dpc import ExperimentConfig, ExperimentError, Observer, read_cost, record_build_time
 from eval.results_3dpc_page import accuracy_table
 
-ROOT = Path(__file__).resolve().parents[1]
 MODEL = "timm:test_efficientnet"
 
 
@@ -25,7 +21,7 @@ def _fixture_build(root: Path, size: int = 32) -> Path:
     """A minimal 3D-PC build in the builder's layout: 2 train, 1 val, 2 test and 1 strategy scenes, 4 settings
     of 3 frames each (strategy: one sequence of 6 steps, 3 blocked). The VPT label is a red square's side
     (left = visible), the depth label its height, so a model can learn both; the human subset is 4 test frames."""
-    from render.files import save_png
+    from infra.images import save_png
 
     rng = np.random.default_rng(0)
     rows = []
@@ -67,16 +63,18 @@ def experiment(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("results3dpc")
     build, res = _fixture_build(tmp / "build"), tmp / "results"
     args = ["run", f"--build={build}", f"--results={res}", f"--observers={MODEL}@random,{MODEL}@random1",
-            f"--finetune-models={MODEL}@random", "--probe-seeds=0,1", "--finetune-seeds=0", "--finetune-epochs=2",
-            "--epochs-per-invocation=1", "--n-boot=200", f"--cache-dir={tmp / 'cache'}", "--no-progress"]
-    # one fine-tuning epoch per invocation: VPT epoch 1 | VPT epoch 2, VPT-Strategy, depth epoch 1 | depth epoch 2
-    runs = [_main(*args) for _ in range(3)]
-    runs.append(_cli(*args))  # the command line; nothing left: every run is skipped
+            f"--finetune-models={MODEL}@random", "--probe-seeds=0", "--finetune-seeds=0", "--finetune-epochs=2",
+            "--finetune-frames=1", "--epochs-per-invocation=1", "--n-boot=200", f"--cache-dir={tmp / 'cache'}",
+            "--no-progress"]
+    # one fine-tuning epoch per invocation: probes, VPT epoch 1 | VPT epoch 2, VPT-Strategy, stage probes, depth
+    # epoch 1 | depth epoch 2 | nothing left: every run is skipped
+    runs = [_main(*args) for _ in range(4)]
     return {"build": build, "res": res, "tmp": tmp, "runs": runs, "args": args}
 
 
 def _main(*args):
-    """The command in this process (as ``python -m eval.results_3dpc``, without a new interpreter's imports)."""
+    """The command (``python -m eval.results_3dpc``) in this process: a new interpreter's imports of torch and
+    timm would cost more than the tiny experiment."""
     import contextlib
     import io
     import types
@@ -89,12 +87,6 @@ def _main(*args):
     return types.SimpleNamespace(returncode=0, stdout=out.getvalue(), stderr="")
 
 
-def _cli(*args):
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "eval.results_3dpc", *args], capture_output=True, text=True,
-                          cwd=ROOT, env=env, timeout=600)
-
-
 def test_run_is_resumable_and_records_identity_and_cost(experiment):
     for p in experiment["runs"]:
         assert p.returncode == 0, p.stderr[-3000:]
@@ -103,8 +95,8 @@ def test_run_is_resumable_and_records_identity_and_cost(experiment):
     summary = R.read_results(res, "summary")
     runs = summary.drop_duplicates("run_id")
     n_taps = 5  # test_efficientnet has 5 stages
-    # 2 observers x 2 seeds x (3 pooled targets + 5 stages x 2 targets); fine-tuning: vpt, depth, transfer
-    assert (runs["method"] == "probe").sum() == 2 * 2 * (3 + 2 * n_taps)
+    # 2 observers x 1 seed x (3 pooled targets + 5 stages x 2 targets); fine-tuning: vpt, depth, transfer
+    assert (runs["method"] == "probe").sum() == 2 * (3 + 2 * n_taps)
     ft = runs[runs["method"] == "finetune"]
     assert sorted(ft["task"]) == ["3dpc/depth", "3dpc/vpt", "3dpc/vpt_strategy"]
     assert (ft.loc[ft["task"] != "3dpc/vpt_strategy", "epochs_run"] == 2).all()
@@ -148,6 +140,7 @@ def test_page_rows_trace_to_result_rows(experiment):
     rows = re.findall(r"^\| (R\d+) \| [^|]+ \| [^|]+ \| [^|]+ \| (\w+) \| ([\d.]+) \[([\d.]+), ([\d.]+)\] \|", table,
                       flags=re.M)
     assert len(rows) == 2 * (2 * 2 + 1) + (2 * 2 + 1)  # probes of 2 observers, fine-tuning: {test, human} x 2 + strategy
+    assert "not run" not in table  # every planned cell ran
     summary, trials = R.read_results(res, "summary"), R.read_results(res, "trials")
     for key, split, acc, lo, hi in rows:
         src = prov[key]
@@ -173,8 +166,38 @@ def test_page_rows_trace_to_result_rows(experiment):
     # verdicts name the random controls; the cost table lists the fine-tuning epochs
     assert "random-weight control at chance" in text and "| finetune |" in text
     # regenerating gives the same page
-    p = _cli("page", f"--results={res}", f"--out={out}", "--n-boot=200")
-    assert p.returncode == 0 and out.read_text() == text
+    _main("page", f"--results={res}", f"--out={out}", "--n-boot=200")
+    assert out.read_text() == text
+
+
+def test_page_marks_planned_cells_not_run_and_includes_the_validity_sweep(experiment, tmp_path):
+    """A plan asking for more than the folder holds (another observer, with its stages): its cells are on the
+    page as 'not run (cost)', the verdicts say so; the validity sweep's first table is copied in when present."""
+    import shutil
+
+    from eval.results_3dpc import write_plan
+
+    res = tmp_path / "results"
+    shutil.copytree(experiment["res"], res)
+    plan = write_plan(res, ExperimentConfig(observers=(f"{MODEL}@random7",), steps=("probe", "layers")),
+                      {f"{MODEL}@random7": ("blocks.0", "blocks.1")})
+    assert plan["observers"] == [f"{MODEL}@random", f"{MODEL}@random1", f"{MODEL}@random7"]  # merged
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "validity_sweep.md").write_text("# Sweep\n\nintro\n\n| configuration | pass |\n|---|---|\n| seed 1 | yes |\n\n"
+                                            "| second | table |\n|---|---|\n")
+    _main("page", f"--results={res}", f"--out={docs / 'results.md'}", "--n-boot=200")
+    text = (docs / "results.md").read_text()
+    table = text.split("## Accuracy: task × model × method")[1].split("## Figures")[0]
+    todo = re.findall(r"^\|  \| ([^|]+) \| test_efficientnet \(random seed 7\) \| linear probe \| (\w+) \| not run \(cost\) \|",
+                      table, flags=re.M)
+    assert sorted(todo) == sorted([("Depth order", "test"), ("Depth order", "human"), ("VPT-basic", "test"),
+                                   ("VPT-basic", "human"), ("VPT-Strategy", "strategy")])
+    layers = text.split("## Per-layer probes")[1].split("##")[0]
+    assert re.search(r"test_efficientnet \(random seed 7\) \| Depth order \| not run \(cost\) \| not run \(cost\)", layers)
+    assert "| random-weight control at chance | test_efficientnet (random seed 7) | not run (cost) |" in text
+    sweep = text.split("## Validity across build configurations")[1].split("##")[0]
+    assert "| seed 1 | yes |" in sweep and "second" not in sweep and "(validity_sweep.md)" in sweep
 
 
 def test_accuracy_table_pools_seeds_and_clusters_by_placement():
