@@ -60,8 +60,9 @@ log = logging.getLogger(__name__)
 TARGETS = ("depth", "vpt", "vpt_strategy")  # probe targets of the pooled features
 LAYER_TARGETS = ("depth", "vpt")
 FINETUNE_TARGETS = ("vpt", "depth")
-DEFAULT_OBSERVERS = ("timm:tf_efficientnet_lite0", "timm:tf_efficientnet_lite2",
-                     "timm:tf_efficientnet_lite0@random", "timm:tf_efficientnet_lite2@random")
+# order = run order of the first probes: Lite0, its random control (needed to read any probe), then Lite2
+DEFAULT_OBSERVERS = ("timm:tf_efficientnet_lite0", "timm:tf_efficientnet_lite0@random",
+                     "timm:tf_efficientnet_lite2", "timm:tf_efficientnet_lite2@random")
 DEFAULT_FINETUNE = ("timm:tf_efficientnet_lite0",)
 STEPS = ("probe", "layers", "finetune")
 
@@ -126,10 +127,15 @@ class ExperimentConfig:
 def layer_taps(model_id: str) -> tuple[str, ...]:
     """The stages whose spatial-mean outputs are probed: ``blocks.<i>`` for every stage of a timm model with a
     ``blocks`` sequence (EfficientNet, MobileNet: stride and width change between stages), else the modules of
-    its ``feature_info``, else none. Made from the architecture alone (random weights, nothing downloaded)."""
+    its ``feature_info``; for a ``module:`` model, its factory's ``vantage_taps`` attribute (names of its
+    sub-modules); else none. Made from the architecture alone (random weights, nothing downloaded)."""
+    import importlib
+
     from .zoo import ModelId
 
     mid = ModelId.parse(model_id)
+    if mid.library == "module":
+        return tuple(getattr(getattr(importlib.import_module(mid.name), mid.tag)(), "vantage_taps", ()))
     if mid.library != "timm":
         return ()
     import timm

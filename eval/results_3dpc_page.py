@@ -84,8 +84,13 @@ DEVIATIONS = (
     ("early stopping", "unspecified", "probe: patience 10 epochs on validation loss; fine-tuning: patience "
      "`finetune_patience` epochs on validation loss, best epoch kept", "the paper gives no rule; the loss is "
      "the smoother signal at these validation sizes"),
-    ("fine-tuning seeds", "not stated", "`finetune_seeds` (default one seed)", "one epoch of Lite0 costs tens "
-     "of CPU-minutes here (cost table); probes keep the paper's 3 seeds"),
+    ("fine-tuning images", "every training image each epoch (30 epochs)", "`finetune_frames` (default 8) evenly "
+     "spaced frames of each placement's trajectory in the train and validation splits (VPT-basic: 767 of 3,890 "
+     "train, 761 of 3,768 val images); test splits whole", "an epoch over every image costs about five times "
+     "as much (cost table: `epoch_train` per image); neighbouring frames of a trajectory are nearly the same "
+     "view with the same VPT label, so a spaced subset keeps most of what an epoch shows"),
+    ("fine-tuning seeds", "not stated", "`finetune_seeds` (default one seed)", "fine-tuning costs CPU-hours "
+     "here (cost table); probes keep the paper's 3 seeds"),
     ("models", "317 timm models, foundation models, VLMs", "EfficientNet-Lite0 and -Lite2 (ImageNet, pip "
      "packages) and random-weight controls", "the only pretrained weights reachable offline here: enough to "
      "test the pattern, not the ImageNet correlation"),
@@ -127,7 +132,7 @@ MODEL_NAMES = {"tf_efficientnet_lite0": "EfficientNet-Lite0", "tf_efficientnet_l
 def observer_label(model_id: str, weights: str) -> str:
     """A readable name: the architecture's (``timm:tf_efficientnet_lite0`` → EfficientNet-Lite0), with
     ``(random)`` for random-weight runs (``(random seed N)`` for an init seed other than 0)."""
-    name = str(model_id).split(":", 1)[-1].split(".")[0]
+    name = str(model_id).split(":")[-1].split(".")[0]  # timm:<name>[.<tag>], module:<path>:<factory>
     name = MODEL_NAMES.get(name, name)
     if not str(weights).startswith("random:"):
         return name

@@ -14,7 +14,7 @@ from eval import stats
 from eval.results_3dpc import ExperimentConfig, ExperimentError, Observer, read_cost, record_build_time
 from eval.results_3dpc_page import accuracy_table
 
-MODEL = "timm:test_efficientnet"
+MODEL = "module:eval.examples:small_cnn"  # 64 px input, 3 tapped blocks
 
 
 def _fixture_build(root: Path, size: int = 32) -> Path:
@@ -94,7 +94,7 @@ def test_run_is_resumable_and_records_identity_and_cost(experiment):
     res = experiment["res"]
     summary = R.read_results(res, "summary")
     runs = summary.drop_duplicates("run_id")
-    n_taps = 5  # test_efficientnet has 5 stages
+    n_taps = 3  # small_cnn has 3 blocks
     # 2 observers x 1 seed x (3 pooled targets + 5 stages x 2 targets); fine-tuning: vpt, depth, transfer
     assert (runs["method"] == "probe").sum() == 2 * (3 + 2 * n_taps)
     ft = runs[runs["method"] == "finetune"]
@@ -108,7 +108,7 @@ def test_run_is_resumable_and_records_identity_and_cost(experiment):
     assert set(trials["weights"]) == {"random:seed=0", "random:seed=1"}
     assert trials["preprocess"].str.startswith("shorter_side:").all() and (trials["method_config"] != "").all()
     assert (trials["cluster"] != "").all()
-    assert set(trials["feature"]) == {"pooled", "finetuned", *(f"blocks.{i}" for i in range(n_taps))}
+    assert set(trials["feature"]) == {"pooled", "finetuned", *(f"features.{3 * i + 2}" for i in range(n_taps))}
     # the cost ledger: one embeddings row per observer, a probe row per run, fine-tuning epochs summing to 2
     cost = read_cost(res)
     assert (cost["step"] == "embeddings").sum() == 2 and (cost["step"] == "probe").sum() == (runs["method"] == "probe").sum()
@@ -180,7 +180,7 @@ def test_page_marks_planned_cells_not_run_and_includes_the_validity_sweep(experi
     res = tmp_path / "results"
     shutil.copytree(experiment["res"], res)
     plan = write_plan(res, ExperimentConfig(observers=(f"{MODEL}@random7",), steps=("probe", "layers")),
-                      {f"{MODEL}@random7": ("blocks.0", "blocks.1")})
+                      {f"{MODEL}@random7": ("features.2", "features.5")})
     assert plan["observers"] == [f"{MODEL}@random", f"{MODEL}@random1", f"{MODEL}@random7"]  # merged
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -189,13 +189,13 @@ def test_page_marks_planned_cells_not_run_and_includes_the_validity_sweep(experi
     _main("page", f"--results={res}", f"--out={docs / 'results.md'}", "--n-boot=200")
     text = (docs / "results.md").read_text()
     table = text.split("## Accuracy: task × model × method")[1].split("## Figures")[0]
-    todo = re.findall(r"^\|  \| ([^|]+) \| test_efficientnet \(random seed 7\) \| linear probe \| (\w+) \| not run \(cost\) \|",
+    todo = re.findall(r"^\|  \| ([^|]+) \| small_cnn \(random seed 7\) \| linear probe \| (\w+) \| not run \(cost\) \|",
                       table, flags=re.M)
     assert sorted(todo) == sorted([("Depth order", "test"), ("Depth order", "human"), ("VPT-basic", "test"),
                                    ("VPT-basic", "human"), ("VPT-Strategy", "strategy")])
     layers = text.split("## Per-layer probes")[1].split("##")[0]
-    assert re.search(r"test_efficientnet \(random seed 7\) \| Depth order \| not run \(cost\) \| not run \(cost\)", layers)
-    assert "| random-weight control at chance | test_efficientnet (random seed 7) | not run (cost) |" in text
+    assert re.search(r"small_cnn \(random seed 7\) \| Depth order \| not run \(cost\) \| not run \(cost\)", layers)
+    assert "| random-weight control at chance | small_cnn (random seed 7) | not run (cost) |" in text
     sweep = text.split("## Validity across build configurations")[1].split("##")[0]
     assert "| seed 1 | yes |" in sweep and "second" not in sweep and "(validity_sweep.md)" in sweep
 
