@@ -36,6 +36,7 @@ page).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import json
 import logging
@@ -330,7 +331,8 @@ def plan(cfg: ExperimentConfig, taps: dict | None = None) -> list[Job]:
 
 def run_experiment(build, results, cfg: ExperimentConfig, progress: bool = True) -> dict:
     """Run the plan (:func:`plan`) on ``build`` into ``results``; finished runs are skipped. Returns
-    ``{"probe_runs": n, "finetune_runs": n, "paused": bool}`` (runs present after this call)."""
+    ``{"probe_runs": n, "finetune_runs": n, "paused": bool, "left": n}``: runs present after this call, and
+    fine-tuning runs (or their VPT-Strategy tests) left to another process (:func:`run_lock`)."""
     from tqdm.auto import tqdm
 
     tasks = load_tasks(build)
@@ -339,7 +341,7 @@ def run_experiment(build, results, cfg: ExperimentConfig, progress: bool = True)
     taps = {o: layer_taps(Observer.parse(o).model_id) for o in cfg.observers}
     write_plan(results, cfg, taps)
     jobs = plan(cfg, taps)
-    out = {"probe_runs": 0, "finetune_runs": 0, "paused": False}
+    out = {"probe_runs": 0, "finetune_runs": 0, "paused": False, "left": 0}
     probes = _Prober(tasks, results, cfg, taps, progress)
     tuners = _Tuner(tasks, results, cfg, progress)
     bar = tqdm(jobs, desc="3D-PC results", unit="run", disable=not progress)
@@ -349,12 +351,16 @@ def run_experiment(build, results, cfg: ExperimentConfig, progress: bool = True)
             probes.run(job)
             out["probe_runs"] += 1
         elif job.kind == "finetune":
-            if not tuners.finetune(job):
+            state = tuners.finetune(job)
+            if state == "paused":
                 out["paused"] = True
                 break
-            out["finetune_runs"] += 1
+            out["finetune_runs"] += state == "done"
+            out["left"] += state == "busy"
         else:
-            out["finetune_runs"] += tuners.transfer(job)
+            n = tuners.transfer(job)
+            out["finetune_runs"] += n
+            out["left"] += n == 0
     bar.close()
     return out
 
@@ -476,6 +482,27 @@ def thin_task(task, frames: int | None, splits=("train", "val")):
                       info={**task.info, "finetune_frames_per_placement": int(frames), "thinned": list(splits)})
 
 
+@contextlib.contextmanager
+def run_lock(results, rid: str):
+    """An exclusive, non-blocking lock on ``<results>/checkpoints/<rid>.lock`` (``fcntl.flock``, released when
+    the process ends): yields True if this process holds it, False if another invocation (e.g. a second
+    ``run --steps finetune`` started beside a probing one) is training the run."""
+    import fcntl
+
+    path = Path(results) / "checkpoints" / f"{rid}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 def _epochs_done(results, rid: str) -> int:
     """Epochs a fine-tuning run has finished (from its checkpoint; 0 before its first)."""
     from .finetune import load_checkpoint
@@ -506,21 +533,26 @@ class _Tuner:
         return _run_id(FinetuneMethod(self.tasks[job.target], fcfg, self.load(job.observer)),
                        Observer.parse(job.observer).model_id, job.seed)
 
-    def finetune(self, job: Job) -> bool:
-        """Run (or resume) one fine-tuning run; False when paused by ``epochs_per_invocation``."""
+    def finetune(self, job: Job) -> str:
+        """Run (or resume) one fine-tuning run: ``"done"``, ``"paused"`` (by ``epochs_per_invocation``) or
+        ``"busy"`` (another process holds its lock)."""
         from .finetune import run_finetune
         from .results import run_done
 
         rid = self.rid(job)
         if run_done(self.results, rid):
-            return True
+            return "done"
         loaded, task, obs = self.load(job.observer), self.tasks[job.target], Observer.parse(job.observer)
-        before = _epochs_done(self.results, rid)
-        with Clock() as c:
-            summ = run_finetune(task, loaded, obs.model_id, finetune_config(self.cfg, (job.seed,)), self.results,
-                                config_extra=EXTRA, epochs_per_invocation=self.cfg.epochs_per_invocation,
-                                progress=self.progress)
-        after = _epochs_done(self.results, rid)
+        with run_lock(self.results, rid) as mine:
+            if not mine:  # another invocation is training this run: leave it to it, go on with the plan
+                log.warning("fine-tuning run %s is being trained by another process; skipped", rid)
+                return "busy"
+            before = _epochs_done(self.results, rid)
+            with Clock() as c:
+                summ = run_finetune(task, loaded, obs.model_id, finetune_config(self.cfg, (job.seed,)), self.results,
+                                    config_extra=EXTRA, epochs_per_invocation=self.cfg.epochs_per_invocation,
+                                    progress=self.progress)
+            after = _epochs_done(self.results, rid)
         write_cost(self.results, {"step": "finetune", "run_id": rid, "model_id": obs.model_id,
                                   "weights": loaded.run_identity()["weights"], "task": task.name,
                                   "feature": "finetuned", "seed": job.seed, "build": self.build,
@@ -528,18 +560,20 @@ class _Tuner:
                                   "size": int(loaded.data_config["input_size"][-1]), "wall_s": c.wall,
                                   "cpu_s": c.cpu, "threads": _threads(), "started": _now(),
                                   "note": "paused" if summ is None else f"finished after {after} epochs"})
-        return summ is not None
+        return "done" if summ is not None else "paused"
 
     def transfer(self, job: Job) -> int:
-        """The VPT-basic fine-tuned models (every ``finetune_seeds`` run, all finished) on VPT-Strategy."""
+        """The VPT-basic fine-tuned models (every ``finetune_seeds`` run, all finished) on VPT-Strategy; returns the
+        runs present, 0 when a source run is not finished (left to the process training it)."""
         from .results import part_path, run_done
 
         loaded, obs = self.load(job.observer), Observer.parse(job.observer)
         sources = {}
         for seed in self.cfg.finetune_seeds:
             rid = self.rid(Job("finetune", job.observer, "vpt", "finetuned", seed))
-            if not run_done(self.results, rid):
-                raise ExperimentError(f"fine-tuning run {rid} is not finished; cannot test it on VPT-Strategy")
+            if not run_done(self.results, rid):  # trained by another invocation (run_lock): a later run tests it
+                log.warning("fine-tuning run %s is not finished; its VPT-Strategy test waits for a later run", rid)
+                return 0
             sources[seed] = (rid, pd.read_parquet(part_path(self.results, "summary", rid)).iloc[0].to_dict())
         strat = self.tasks["vpt_strategy"]
         method = FinetunedTransfer(strat, finetune_config(self.cfg, self.cfg.finetune_seeds), loaded, sources,
@@ -766,7 +800,9 @@ def main(argv: list[str] | None = None) -> None:
                                    epochs_per_invocation=args.epochs_per_invocation, n_boot=args.n_boot,
                                    batch_size=args.batch_size, cache_dir=args.cache_dir)
             out = run_experiment(args.build, args.results, cfg, progress=not args.no_progress)
-            state = "paused (run the same command again to resume)" if out["paused"] else "complete"
+            state = ("paused (run the same command again to resume)" if out["paused"] else
+                     f"{out['left']} fine-tuning step(s) left to another process; run again when it ends"
+                     if out["left"] else "complete")
             print(f"{out['probe_runs']} probe runs, {out['finetune_runs']} fine-tuning runs in {args.results}: {state}")
         elif args.command == "cost" and args.build_time:
             r = record_build_time(args.results, args.build, args.build_time)

@@ -673,6 +673,17 @@ def _paper_cell(r) -> str:
     return pv.text if pv else ""
 
 
+def verdict_summary(verdict: pd.DataFrame) -> str:
+    """The verdicts in three sentences: which claims hold, which do not, which are not run yet (per model)."""
+    out = []
+    for state, head in (("yes", "Holds"), ("no", "Does not hold"), (NOT_RUN, "Not run yet (cost; resumable)")):
+        v = verdict[verdict["holds"] == state]
+        if not v.empty:
+            out.append(f"**{head}:** " + "; ".join(f"{c} ({', '.join(g['observer'])})"
+                                                    for c, g in v.groupby("claim", sort=False)) + ".")
+    return "\n".join(f"- {o}" for o in out) + "\n\n" if out else ""
+
+
 def _in_page_order(df: pd.DataFrame) -> pd.DataFrame:
     """Accuracy-table rows (run or planned) by task, method, pretrained first, observer, split."""
     order = {t: i for i, t in enumerate(TASKS)}
@@ -772,6 +783,7 @@ def write_page(results, out_md, img_dir=None, n_boot: int = 10_000) -> Path:
              "fine-tuning lifts VPT-basic; after VPT-basic fine-tuning VPT-Strategy stays near chance; random-weight "
              "controls at chance.\n\n")
     p.append("## Does the pattern hold?\n\n")
+    p.append(verdict_summary(verdict))
     p.append(_md_table(verdict, {"claim": "claim (paper)", "observer": "model", "holds": "holds here",
                                  "evidence": "evidence: accuracy [95% CI] (key)"}))
     p.append("\nA difference 'holds' when it has the paper's sign and p < 0.05 in a paired sign-flip test over "

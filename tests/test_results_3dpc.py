@@ -273,3 +273,22 @@ def test_build_time_report_and_bad_input(experiment, tmp_path, capsys):
             main(argv)
         err = capsys.readouterr().err
         assert e.value.code == 2 and err.startswith("error: ") and message in err and err.count("\n") == 1
+
+
+def test_a_run_trained_by_another_process_is_left_to_it(experiment, tmp_path):
+    """Two invocations on one results folder (probes in one, ``--steps finetune`` in another): a fine-tuning
+    run whose lock another process holds is skipped, and so is its VPT-Strategy test; the rest goes on."""
+    from eval.results_3dpc import run_lock
+
+    res = tmp_path / "results"
+    with run_lock(res, "x") as a:
+        with run_lock(res, "x") as b:
+            assert a and not b  # flock: a second open file description cannot take it, even in this process
+    ft = R.read_results(experiment["res"], "summary").drop_duplicates("run_id")
+    ft = ft[ft["method"] == "finetune"].set_index("task")["run_id"]
+    args = [a for a in experiment["args"] if not a.startswith(("--results", "--epochs-per-invocation"))]
+    with run_lock(res, ft["3dpc/vpt"]):
+        out = _main(*args, f"--results={res}", "--steps=finetune")
+    assert "1 fine-tuning runs" in out.stdout and "2 fine-tuning step(s) left to another process" in out.stdout
+    done = set(R.read_results(res, "summary")["run_id"])
+    assert done == {ft["3dpc/depth"]}  # the same run id as in the experiment's folder; VPT and its test left
