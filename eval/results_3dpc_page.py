@@ -189,7 +189,8 @@ def accuracy_table(trials: pd.DataFrame, summary: pd.DataFrame, n_boot: int = 10
                          "n_placements": int(units.nunique()), "run_ids": ",".join(rids),
                          "observer": observer_label(k["model_id"], k["weights"]),
                          "pretrained": _pretrained(k["weights"])})
-    df = pd.DataFrame(rows)
+    df = pd.DataFrame(rows, columns=[*GROUP, "split", "accuracy", "ci_low", "ci_high", "seeds", "seed_sd", "n_items",
+                                     "n_placements", "run_ids", "observer", "pretrained"])
     if df.empty:
         return df
     order = {t: i for i, t in enumerate(TASKS)}
@@ -734,8 +735,8 @@ def write_page(results, out_md, img_dir=None, n_boot: int = 10_000) -> Path:
     cost = read_cost(res)
     items = pd.read_parquet(res / "items.parquet") if (res / "items.parquet").is_file() else None
     acc = accuracy_table(trials, summary, n_boot)
-    if acc.empty:
-        raise FileNotFoundError(f"--results {res}: no 3D-PC runs")
+    if acc.empty and not (res / PLAN).is_file():
+        raise FileNotFoundError(f"--results {res}: no 3D-PC runs and no plan.json")
     acc["key"] = [f"R{i + 1}" for i in range(len(acc))]
     plan = json.loads((res / PLAN).read_text()) if (res / PLAN).is_file() else {}
     cells = planned_cells(plan)
