@@ -401,7 +401,7 @@ def verdicts(acc: pd.DataFrame, tests: pd.DataFrame, planned=()) -> pd.DataFrame
 
 
 COST_TABLE_COLUMNS = ["step", "model", "task", "features", "size", "runs", "images", "epochs", "wall_min", "cpu_min",
-                      "cpu_min_per_run", "cpu_min_per_epoch", "note"]
+                      "cpu_min_per_run", "cpu_min_per_epoch", "cpu_s_per_image", "note"]
 COST_ORDER = ("build", "embeddings", "probe", "epoch_train", "epoch_val", "finetune", "transfer")
 
 
@@ -492,6 +492,12 @@ def cost_table(cost: pd.DataFrame) -> pd.DataFrame:
     out["cpu_min_per_run"] = out["cpu_min"] / out["runs"]
     per_epoch = out["step"].isin(["finetune", "epoch_train", "epoch_val"]) & (out["epochs"] > 0)
     out["cpu_min_per_epoch"] = np.where(per_epoch, out["cpu_min"] / out["epochs"].clip(lower=1), np.nan)
+    # CPU seconds per image passed through the network (per epoch for training; the fine-tuning rows include
+    # their validation passes): what a larger split or another thinning would cost
+    passes = out["images"] * np.where(out["step"].isin(["finetune", "epoch_train", "epoch_val"]),
+                                      out["epochs"].clip(lower=1), out["runs"])
+    per_image = out["step"].isin(["embeddings", "finetune", "epoch_train", "epoch_val", "transfer"])
+    out["cpu_s_per_image"] = np.where(per_image & (passes > 0), out["cpu_min"] * 60 / passes.clip(lower=1), np.nan)
     out["epochs"] = out["epochs"].where(out["step"].isin(["finetune", "epoch_train", "epoch_val", "probe"]), -1)
     out["_o"] = out["step"].map({s: i for i, s in enumerate(COST_ORDER)}).fillna(len(COST_ORDER))
     out = out.sort_values(["_o", "model", "task", "features"]).drop(columns="_o").reset_index(drop=True)
@@ -723,8 +729,9 @@ def write_page(results, out_md, img_dir=None, n_boot: int = 10_000) -> Path:
     from .results import read_results
 
     res = Path(results)
-    if not (res / "summary").is_dir():
-        raise FileNotFoundError(f"--results {res}: no summary/ folder (run python -m eval.results_3dpc run first)")
+    if not (res / "summary").is_dir() and not (res / PLAN).is_file():
+        raise FileNotFoundError(f"--results {res}: no summary/ folder and no plan.json (run python -m eval.results_3dpc "
+                                "run first)")
     out_md = Path(out_md)
     img = Path(img_dir) if img_dir else out_md.parent / "img"
     img.mkdir(parents=True, exist_ok=True)
@@ -871,10 +878,13 @@ def write_page(results, out_md, img_dir=None, n_boot: int = 10_000) -> Path:
     p.append(_md_table(ct, {"step": "step", "model": "model", "task": "task", "features": "features", "size": "px",
                             "runs": "runs", "images": "images / run", "epochs": "epochs", "wall_min": "wall min",
                             "cpu_min": "CPU min", "cpu_min_per_run": "CPU min / run",
-                            "cpu_min_per_epoch": "CPU min / epoch", "note": "note"}).replace("| -1 |", "|  |"))
+                            "cpu_min_per_epoch": "CPU min / epoch", "cpu_s_per_image": "CPU s / image",
+                            "note": "note"}).replace("| -1 |", "|  |"))
     p.append("\nFrom the cost ledger (`<results>/cost/`): one row per step invocation, CPU = user + system time of "
              "the process and its finished workers; `build` from `/usr/bin/time -v` of the build command. "
-             "Probe rows are per seed and target; `finetune` epochs are those trained, early stopping included.\n\n")
+             "Probe rows are per seed and target; `finetune` epochs are those trained, early stopping included. "
+             "`epoch_train`/`epoch_val` (`python -m eval.results_3dpc cost`) time the first batches of one epoch: "
+             "`CPU s / image` times a split's size gives a whole epoch.\n\n")
     ft = _runs(summary[summary["method"] == "finetune"])
     ft = ft[ft["task"] != "3dpc/vpt_strategy"]
     if not ft.empty:
