@@ -416,16 +416,24 @@ class _Prober:
         if obs_text in self.loaded:
             return self.loaded[obs_text]
         obs = Observer.parse(obs_text)
+        from .embeddings import CHUNK, default_cache_dir
+
         loaded = _load(obs, self.taps.get(obs_text, ()), fast=True)
         ident = loaded.run_identity()
+        # chunks an interrupted invocation left (eval.embeddings resumes them): not this invocation's cost
+        folder = Path(self.cfg.cache_dir or default_cache_dir()) / loaded.model_id.slug
+        before = {d.name: len(list(d.glob("chunk_*.npz"))) for d in folder.glob("*.partial")} if folder.is_dir() else {}
         with Clock() as c:
             emb = get_embeddings(loaded, *self.tasks["vpt"].image_files(), self.cfg.cache_dir, self.cfg.batch_size,
                                  progress=self.progress)
         if not emb.from_cache:
+            n = len(emb.item_ids)
+            resumed = min(n, CHUNK * before.get(f"{emb.key[:24]}.partial", 0))
             write_cost(self.results, {"step": "embeddings", "model_id": obs.model_id, "weights": ident["weights"],
                                       "feature": ",".join(["pooled", *loaded.taps]), "build": self.build,
-                                      "images": len(emb.item_ids), "size": int(loaded.data_config["input_size"][-1]),
-                                      "wall_s": c.wall, "cpu_s": c.cpu, "threads": _threads(), "started": _now()})
+                                      "images": n - resumed, "size": int(loaded.data_config["input_size"][-1]),
+                                      "wall_s": c.wall, "cpu_s": c.cpu, "threads": _threads(), "started": _now(),
+                                      "note": f"resumed after {resumed} images extracted earlier" if resumed else ""})
         self.loaded[obs_text] = (loaded, ident, emb)
         return loaded, ident, emb
 
