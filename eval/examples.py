@@ -23,6 +23,7 @@ def small_cnn(width: int = 16, num_features: int = 32, input_size: int = 64):
             self.pool = nn.AdaptiveAvgPool2d(1)
             self.proj = nn.Linear(c, num_features)
             self.num_features = num_features
+            self.vantage_taps = tuple(f"features.{3 * i + 2}" for i in range(3))  # each block's output (ReLU)
             self.vantage_data_config = {"input_size": (3, input_size, input_size), "mean": (0.5, 0.5, 0.5),
                                         "std": (0.5, 0.5, 0.5), "interpolation": "bilinear", "crop_pct": 1.0}
 

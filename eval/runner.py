@@ -172,6 +172,17 @@ def summary_rows(trials: pd.DataFrame, classes: list[str], *, n_boot: int, ci: f
     return pd.DataFrame(rows)
 
 
+def run_digest(method: Method, config_extra: dict | None = None) -> str:
+    """The configuration digest of ``method``'s runs (its settings, its own provenance, the task and the caller's
+    extras): the last part of each seed's run id (:func:`eval.results.run_id`), so a caller can find a run
+    (done? its checkpoints?) before running it."""
+    from . import results as R
+
+    task = method.task
+    return R.config_digest({method.name: asdict(method.cfg), **method.digest_fields(), "task": task.name,
+                            "task_info": task.info, **(config_extra or {})})
+
+
 def run_method(method: Method, model_id: str, results_dir, *, run_method_name: str | None = None,
                config_extra: dict | None = None, progress: bool = True) -> pd.DataFrame | None:
     """Run ``method`` for each of its config's seeds on its task and append trial and summary parts to
@@ -189,8 +200,7 @@ def run_method(method: Method, model_id: str, results_dir, *, run_method_name: s
         if tr.empty or va.empty:
             raise ValueError(f"task {task.name}: needs non-empty train and val splits (have {task.counts()})")
     ev = task.items[task.items["split"].isin(task.eval_splits)].reset_index(drop=True)
-    digest = R.config_digest({method.name: asdict(cfg), **method.digest_fields(), "task": task.name,
-                              "task_info": task.info, **(config_extra or {})})
+    digest = run_digest(method, config_extra)
     identity = {**method.identity(), "feature": method.feature, "method_config": method_digest(cfg)}
     out = []
     method.start(ev, Run(model_id, str(results_dir), digest))

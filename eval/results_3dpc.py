@@ -1,0 +1,841 @@
+"""The 3D-PC paper's findings with real models (issue 35): one resumable experiment on a 3D-PC build, and the
+results page generated from its results folder.
+
+    python -m eval.results_3dpc run  --build out/3dpc --results out/results_3dpc      # resumable
+    python -m eval.results_3dpc cost --build out/3dpc --results out/results_3dpc      # one fine-tuning epoch, timed
+    python -m eval.results_3dpc page --results out/results_3dpc --out docs/results.md # figures in docs/img/
+
+``run`` does, for the default plan (every step skips what the results folder already holds, so a run can be
+interrupted and split over sessions; ``--epochs-per-invocation`` pauses fine-tuning after that many epochs):
+
+1. **Embeddings** of every image of the build, once per observer (EfficientNet-Lite0 and -Lite2 with their
+   ImageNet weights from pip packages, and a random-weight control of each), with the spatial mean of every
+   stage ``blocks.<i>`` recorded beside the pooled features (:func:`layer_taps`) — cached by
+   :mod:`eval.embeddings`.
+2. **Linear probes** (:func:`eval.probe.run_probe`, the paper's protocol, 3 seeds) of the pooled features on
+   depth order, VPT-basic and VPT-Strategy (a VPT-basic probe tested on the VPT-Strategy images), and of
+   every stage on depth order and VPT-basic (which depth of the network carries which task).
+3. **Fine-tuning** (:func:`eval.finetune.run_finetune`, the paper's settings, early stopping on the build's
+   held-out validation scenes) of the pretrained models in ``finetune_models`` on VPT-basic and on depth
+   order; then the VPT-basic fine-tuned model, as kept by early stopping, on VPT-Strategy
+   (:class:`FinetunedTransfer`: no training, its rows are ``method=finetune, task=3dpc/vpt_strategy``).
+
+Every trial and summary row carries the run identity of :mod:`eval.results` (model id, weights identity —
+``package:<dist>==<version>:sha256=…`` or ``random:seed=N`` —, preprocessing, feature, method config digest,
+seed, run id); the build's identity (sha of its ``manifest.json``) enters each run's configuration digest
+and is a column of the cost ledger ``<results>/cost/*.parquet``: one row per step invocation with its wall
+and CPU seconds (this process's threads and its finished worker processes), the run it advanced, the epochs
+it trained and the build. ``cost`` times one training epoch of fine-tuning (and one validation pass) at the
+build's image size and at the model's input size, into the same ledger.
+
+The page (:mod:`eval.results_3dpc_page`) reads only the results folder.
+
+Deviations from the paper's protocol, each with its reason, are listed in :data:`DEVIATIONS` (and on the
+page).
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import json
+import logging
+import os
+import resource
+import sys
+import time
+import uuid
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from tasks import schema as S
+
+from .results_3dpc_page import COST_COLUMNS, COST_KIND, DEVIATIONS, PLAN, read_cost, write_page  # noqa: F401 (re-exported)
+from .runner import Method, SeedResult, run_method
+
+log = logging.getLogger(__name__)
+
+TARGETS = ("depth", "vpt", "vpt_strategy")  # probe targets of the pooled features
+LAYER_TARGETS = ("depth", "vpt")
+FINETUNE_TARGETS = ("vpt", "depth")
+# order = run order of the first probes: Lite0, its random control (needed to read any probe), then Lite2
+DEFAULT_OBSERVERS = ("timm:tf_efficientnet_lite0", "timm:tf_efficientnet_lite0@random",
+                     "timm:tf_efficientnet_lite2", "timm:tf_efficientnet_lite2@random")
+DEFAULT_FINETUNE = ("timm:tf_efficientnet_lite0", "timm:tf_efficientnet_lite2")  # Lite2 last in the plan
+STEPS = ("probe", "layers", "finetune")
+
+class ExperimentError(ValueError):
+    """A setting or input of the experiment that cannot be used (one line for the user)."""
+
+
+@dataclass(frozen=True)
+class Observer:
+    """A model and its weights: ``<model id>`` (pretrained) or ``<model id>@random`` (random weights with
+    ``init_seed`` 0; ``@random<N>`` for seed N)."""
+
+    model_id: str
+    pretrained: bool = True
+    init_seed: int = 0
+
+    @classmethod
+    def parse(cls, text: str) -> "Observer":
+        mid, sep, weights = str(text).strip().partition("@")
+        if not sep:
+            return cls(mid, True)
+        if not weights.startswith("random") or not (weights[6:] == "" or weights[6:].isdigit()):
+            raise ExperimentError(f"observer {text!r}: expected '<model id>' or '<model id>@random[N]'")
+        return cls(mid, False, int(weights[6:] or 0))
+
+    def __str__(self) -> str:
+        return self.model_id if self.pretrained else f"{self.model_id}@random{self.init_seed or ''}"
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    """The plan of ``python -m eval.results_3dpc run`` (``--<field>`` on the command line)."""
+
+    observers: tuple[str, ...] = S.field(DEFAULT_OBSERVERS, "models probed: '<model id>' or '<model id>@random'",
+                                         check=S.non_empty("at least one observer"))
+    finetune_models: tuple[str, ...] = S.field(DEFAULT_FINETUNE, "models fine-tuned (pretrained unless @random)")
+    steps: tuple[str, ...] = S.field(STEPS, "steps to run", choices=STEPS)
+    probe_seeds: tuple[int, ...] = S.field((0, 1, 2), "probe seeds (the paper's 3)",
+                                           check=S.non_empty("at least one seed"))
+    finetune_seeds: tuple[int, ...] = S.field((0,), "fine-tuning seeds", check=S.non_empty("at least one seed"))
+    finetune_epochs: int = S.field(30, "most fine-tuning epochs (the paper's 30)", check=S.at_least(1))
+    finetune_patience: int = S.field(3, "fine-tuning epochs without a better validation loss before stopping",
+                                     check=S.at_least(0))
+    finetune_workers: int = S.field(1, "fine-tuning data-loader processes", check=S.at_least(0))
+    finetune_frames: int | None = S.field(8, "frames per placement kept in the fine-tuning train and validation "
+                                          "splits, evenly spaced along each trajectory (None: all)")
+    epochs_per_invocation: int | None = S.field(None, "fine-tuning epochs per invocation (None: to the end)")
+    n_boot: int = S.field(10_000, "bootstrap resamples of the per-run CIs", check=S.at_least(100))
+    batch_size: int = S.field(64, "images per extraction batch", check=S.at_least(1))
+    cache_dir: str | None = S.field(None, "embedding cache (None: $VANTAGE_CACHE or ~/.cache/vantage)")
+
+    def __post_init__(self):
+        S.validate_config(self)
+        for text in (*self.observers, *self.finetune_models):
+            Observer.parse(text)
+        if self.finetune_frames is not None and self.finetune_frames < 1:
+            raise S.not_allowed("finetune_frames", self.finetune_frames, ">= 1 or None")
+        if self.epochs_per_invocation is not None and self.epochs_per_invocation < 1:
+            raise S.not_allowed("epochs_per_invocation", self.epochs_per_invocation, ">= 1 or None")
+
+
+def layer_taps(model_id: str) -> tuple[str, ...]:
+    """The stages whose spatial-mean outputs are probed: ``blocks.<i>`` for every stage of a timm model with a
+    ``blocks`` sequence (EfficientNet, MobileNet: stride and width change between stages), else the modules of
+    its ``feature_info``; for a ``module:`` model, its factory's ``vantage_taps`` attribute (names of its
+    sub-modules); else none. Made from the architecture alone (random weights, nothing downloaded)."""
+    import importlib
+
+    from .zoo import ModelId
+
+    mid = ModelId.parse(model_id)
+    if mid.library == "module":
+        return tuple(getattr(getattr(importlib.import_module(mid.name), mid.tag)(), "vantage_taps", ()))
+    if mid.library != "timm":
+        return ()
+    import timm
+
+    m = timm.create_model(mid.name, pretrained=False, num_classes=0)
+    blocks = getattr(m, "blocks", None)
+    if blocks is not None and hasattr(blocks, "__len__"):
+        return tuple(f"blocks.{i}" for i in range(len(blocks)))
+    info = getattr(m, "feature_info", None)
+    return tuple(i["module"] for i in info) if info else ()
+
+
+# --------------------------------------------------------------------------------------------- cost ledger
+
+
+class Clock:
+    """Wall and CPU seconds of a block: CPU = this process's user + system time (all its threads) plus that of
+    its child processes reaped meanwhile (data-loader and decoding workers)."""
+
+    def __enter__(self):
+        self.wall0 = time.perf_counter()
+        self.cpu0 = _cpu_seconds()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall = time.perf_counter() - self.wall0
+        self.cpu = _cpu_seconds() - self.cpu0
+
+
+def _cpu_seconds() -> float:
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def write_cost(results, row: dict) -> None:
+    """Append one ledger row (``COST_COLUMNS``; missing text empty, numbers -1) as its own part."""
+    from .results import write_part
+
+    full = {c: row.get(c, "" if t == "string" else -1) for c, t in COST_COLUMNS.items()}
+    df = pd.DataFrame([full]).astype(COST_COLUMNS)
+    write_part(results, COST_KIND, f"{row['step']}__{uuid.uuid4().hex[:12]}", df)
+
+
+def _threads() -> int:
+    import torch
+
+    return int(torch.get_num_threads())
+
+
+def _now() -> str:
+    import datetime as dt
+
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+# ------------------------------------------------------------------------------------------------- run
+
+
+def build_identity(task) -> str:
+    """The build's identity recorded on ledger rows: the sha of its ``manifest.json`` (``eval.tasks``)."""
+    return str(task.info.get("dataset_sha", ""))
+
+
+def load_tasks(build) -> dict:
+    from .tasks import TaskError, load_task
+
+    try:
+        tasks = {t: load_task(build, t) for t in TARGETS}
+    except TaskError as e:
+        raise ExperimentError(str(e)) from None
+    if tasks["vpt"].kind != "threedpc":
+        raise ExperimentError(f"--build {build}: not a 3D-PC build (no metadata.parquet + manifest.json)")
+    return tasks
+
+
+ITEMS = "items"  # <results>/items.parquet: the evaluation images' metadata and cues (for the page's analyses)
+ITEM_COLUMNS = ("file_name", "scene", "setting", "frame", "split", "vpt_label", "depth_label", "vpt_reason",
+                "depth_gap", "ball_height_px", "observer_height_px", "in_human", "in_strategy")
+
+
+def item_table(build) -> pd.DataFrame:
+    """Per evaluation image (test, human and VPT-Strategy frames) of ``build``: ``ITEM_COLUMNS`` present in its
+    metadata, the shortcut audit's per-frame cues (``tasks.threedpc.shortcuts.shortcut_cues``: layout, sizes,
+    the observer's orientation, visibility) and ``image_aim_deg``, the angle in the image between the
+    observer's projected viewing direction and the direction from it to the ball (a 2D reading of "the lens
+    points at the ball"). ``item_id`` = ``file_name``."""
+    from tasks.threedpc import shortcuts as SC
+
+    md = pd.read_parquet(Path(build) / "metadata.parquet")
+    md = md[md["file_name"].fillna("").astype(str) != ""]
+    md = md[(md["split"] == "test") | md["in_human"].astype(bool) | md["in_strategy"].astype(bool)].reset_index(drop=True)
+    out = md[[c for c in ITEM_COLUMNS if c in md]].copy()
+    out.insert(0, "item_id", out["file_name"].astype(str))
+    try:
+        cues = SC.shortcut_cues(md)
+        k, w2c, _, _ = SC._cameras(md)
+        obs = md[["observer_x", "observer_y", "observer_z"]].to_numpy(float)
+        fwd = SC._forward(md["observer_yaw_deg"].to_numpy(float), md["observer_pitch_deg"].to_numpy(float))
+        uv_o, _ = SC.project(k, w2c, obs)
+        uv_f, _ = SC.project(k, w2c, obs + 0.1 * fwd)  # a point 10 cm along the lens axis
+        uv_b, _ = SC.project(k, w2c, md[["ball_x", "ball_y", "ball_z"]].to_numpy(float))
+        a, b = uv_f - uv_o, uv_b - uv_o
+        cos = (a * b).sum(1) / np.clip(np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1), 1e-12, None)
+        cues["image_aim_deg"] = np.degrees(np.arccos(np.clip(cos, -1, 1)))
+    except (KeyError, AttributeError) as e:  # a build without camera or prop columns (e.g. a minimal fixture),
+        # or a shortcut module whose helpers changed: the page's cue table is then left out, the runs go on
+        log.warning("no shortcut cues for %s: %s: %s", build, type(e).__name__, e)
+        cues = pd.DataFrame(index=md.index)
+    return pd.concat([out, cues.add_prefix("cue_")], axis=1)
+
+
+def write_items(build, results) -> Path:
+    """``<results>/items.parquet`` from :func:`item_table`, written atomically once per build (rewritten when
+    the build's identity differs)."""
+    from infra.files import atomic_write_bytes
+
+    path = Path(results) / f"{ITEMS}.parquet"
+    sha = build_identity(load_tasks(build)["vpt"])
+    if path.is_file() and pd.read_parquet(path, columns=["build"])["build"].eq(sha).all():
+        return path
+    df = item_table(build).assign(build=sha)
+    import io
+
+    buf = io.BytesIO()
+    df.to_parquet(buf, index=False)
+    atomic_write_bytes(path, buf.getvalue())
+    return path
+
+
+def _load(obs: Observer, taps=(), fast: bool = False, device: str = "cpu"):
+    from .zoo import WeightsSpec, load_model
+
+    return load_model(obs.model_id, WeightsSpec(pretrained=obs.pretrained, init_seed=obs.init_seed),
+                      "shorter_side", tuple(taps), device, fast=fast)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One unit of the plan: a probe run (``kind="probe"``: observer, target, feature, seed), a fine-tuning
+    run (``"finetune"``: observer, target, seed) or the VPT-Strategy test of an observer's VPT-basic
+    fine-tuned models (``"transfer"``)."""
+
+    kind: str
+    observer: str
+    target: str = ""
+    feature: str = "pooled"
+    seed: int = 0
+
+
+def plan(cfg: ExperimentConfig, taps: dict | None = None) -> list[Job]:
+    """The plan's jobs in the order they run, most important first, so that whatever an interrupted session
+    finished is the most useful part: (1) pooled probes on depth and VPT-basic, first seed, of every observer
+    except the second and later random-weight controls; (2) their other seeds and VPT-Strategy probes; (3)
+    fine-tuning of the first ``finetune_models`` entry on VPT-basic and its VPT-Strategy test; (4) the pooled
+    probes of the remaining random controls; (5) per-layer probes (``taps``: observer → stage names); (6) the
+    first model's fine-tuning on depth; (7) the other fine-tuned models."""
+    jobs: list[Job] = []
+    steps, seeds = set(cfg.steps), cfg.probe_seeds
+    # random-weight controls after the first come after the first fine-tuning (one control suffices early on)
+    randoms = [o for o in cfg.observers if not Observer.parse(o).pretrained]
+    early = [o for o in cfg.observers if o not in randoms[1:]]
+    late = randoms[1:]
+
+    def pooled(observers):
+        out = [Job("probe", o, t, "pooled", seeds[0]) for o in observers for t in ("depth", "vpt")]
+        return out + [Job("probe", o, t, "pooled", s) for s in seeds for o in observers for t in TARGETS
+                      if not (s == seeds[0] and t != "vpt_strategy")]
+
+    def tune(obs, targets):
+        out = []
+        for t in targets:
+            out += [Job("finetune", obs, t, "finetuned", s) for s in cfg.finetune_seeds]
+            if t == "vpt":
+                out.append(Job("transfer", obs, "vpt_strategy", "finetuned"))
+        return out
+
+    if "probe" in steps:
+        jobs += pooled(early)
+    tuners = list(cfg.finetune_models) if "finetune" in steps else []
+    if tuners:
+        jobs += tune(tuners[0], ("vpt",))
+    if "probe" in steps:
+        jobs += pooled(late)
+    if "layers" in steps:
+        jobs += [Job("probe", o, t, tap, s) for s in seeds for o in cfg.observers for tap in (taps or {}).get(o, ())
+                 for t in LAYER_TARGETS]
+    if tuners:
+        jobs += tune(tuners[0], ("depth",))
+        for o in tuners[1:]:
+            jobs += tune(o, FINETUNE_TARGETS)
+    return jobs
+
+
+def run_experiment(build, results, cfg: ExperimentConfig, progress: bool = True) -> dict:
+    """Run the plan (:func:`plan`) on ``build`` into ``results``; finished runs are skipped. Returns
+    ``{"probe_runs": n, "finetune_runs": n, "paused": bool, "left": n}``: runs present after this call, and
+    fine-tuning runs (or their VPT-Strategy tests) left to another process (:func:`run_lock`)."""
+    from tqdm.auto import tqdm
+
+    tasks = load_tasks(build)
+    Path(results).mkdir(parents=True, exist_ok=True)
+    write_items(build, results)
+    taps = {o: layer_taps(Observer.parse(o).model_id) for o in cfg.observers}
+    write_plan(results, cfg, taps)
+    jobs = plan(cfg, taps)
+    out = {"probe_runs": 0, "finetune_runs": 0, "paused": False, "left": 0}
+    probes = _Prober(tasks, results, cfg, taps, progress)
+    tuners = _Tuner(tasks, results, cfg, progress)
+    bar = tqdm(jobs, desc="3D-PC results", unit="run", disable=not progress)
+    for job in bar:
+        bar.set_postfix_str(f"{job.kind} {job.observer} {job.target} {job.feature} seed {job.seed}")
+        if job.kind == "probe":
+            probes.run(job)
+            out["probe_runs"] += 1
+        elif job.kind == "finetune":
+            state = tuners.finetune(job)
+            if state == "paused":
+                out["paused"] = True
+                break
+            out["finetune_runs"] += state == "done"
+            out["left"] += state == "busy"
+        else:
+            n = tuners.transfer(job)
+            out["finetune_runs"] += n
+            out["left"] += n == 0
+    bar.close()
+    return out
+
+
+def write_plan(results, cfg: ExperimentConfig, taps: dict) -> dict:
+    """Merge this invocation's plan into ``<results>/plan.json`` (union of observers, fine-tuned models, steps
+    and seeds over every invocation; each observer's stages), so the page can show every planned cell, run
+    or not. Written atomically."""
+    from infra.files import atomic_write_text
+
+    path = Path(results) / PLAN
+    old = json.loads(path.read_text()) if path.is_file() else {}
+
+    def union(key, new):
+        return list(dict.fromkeys([*old.get(key, []), *new]))
+
+    merged = {"observers": union("observers", cfg.observers), "finetune_models": union("finetune_models",
+              cfg.finetune_models if "finetune" in cfg.steps else ()), "steps": union("steps", cfg.steps),
+              "probe_seeds": union("probe_seeds", cfg.probe_seeds),
+              "finetune_seeds": union("finetune_seeds", cfg.finetune_seeds),
+              "taps": {**old.get("taps", {}), **({o: list(t) for o, t in taps.items()} if "layers" in cfg.steps
+                                                  else {})}}
+    if merged != old:
+        atomic_write_text(path, json.dumps(merged, indent=1) + "\n")
+    return merged
+
+
+EXTRA = {"experiment": "results_3dpc"}  # in every run's configuration digest: these runs are this experiment's
+
+
+def _run_id(method, model_id: str, seed: int, name: str | None = None) -> str:
+    """The run id ``eval.runner.run_method`` gives ``method``'s run of ``seed`` (to skip it or find its files)."""
+    from .results import run_id
+    from .runner import run_digest
+
+    return run_id(name or method.name, method.task.name, model_id, seed, run_digest(method, EXTRA))
+
+
+class _Prober:
+    """Probe jobs: each observer's embeddings (pooled + every stage, extracted once: the stages are always
+    tapped so that one cache entry serves the pooled and the per-layer probes) loaded on first use; one probe
+    run per job; a ledger row per step that did work."""
+
+    def __init__(self, tasks, results, cfg, taps, progress):
+        self.tasks, self.results, self.cfg, self.taps, self.progress = tasks, results, cfg, taps, progress
+        self.build = build_identity(tasks["vpt"])
+        self.loaded = {}  # observer -> (loaded, identity, embeddings), kept: jobs alternate between observers
+
+    def embeddings(self, obs_text: str):
+        from .embeddings import get_embeddings
+
+        if obs_text in self.loaded:
+            return self.loaded[obs_text]
+        obs = Observer.parse(obs_text)
+        from .embeddings import CHUNK, default_cache_dir
+
+        loaded = _load(obs, self.taps.get(obs_text, ()), fast=True)
+        ident = loaded.run_identity()
+        # chunks an interrupted invocation left (eval.embeddings resumes them): not this invocation's cost
+        folder = Path(self.cfg.cache_dir or default_cache_dir()) / loaded.model_id.slug
+        before = {d.name: len(list(d.glob("chunk_*.npz"))) for d in folder.glob("*.partial")} if folder.is_dir() else {}
+        with Clock() as c:
+            emb = get_embeddings(loaded, *self.tasks["vpt"].image_files(), self.cfg.cache_dir, self.cfg.batch_size,
+                                 progress=self.progress)
+        if not emb.from_cache:
+            n = len(emb.item_ids)
+            resumed = min(n, CHUNK * before.get(f"{emb.key[:24]}.partial", 0))
+            write_cost(self.results, {"step": "embeddings", "model_id": obs.model_id, "weights": ident["weights"],
+                                      "feature": ",".join(["pooled", *loaded.taps]), "build": self.build,
+                                      "images": n - resumed, "size": int(loaded.data_config["input_size"][-1]),
+                                      "wall_s": c.wall, "cpu_s": c.cpu, "threads": _threads(), "started": _now(),
+                                      "note": f"resumed after {resumed} images extracted earlier" if resumed else ""})
+        self.loaded[obs_text] = (loaded, ident, emb)
+        return loaded, ident, emb
+
+    def run(self, job: Job) -> None:
+        from .probe import ProbeConfig, ProbeMethod, run_probe
+        from .results import run_done
+
+        task = self.tasks[job.target]
+        obs = Observer.parse(job.observer)
+        pcfg = ProbeConfig(seeds=(job.seed,), n_boot=self.cfg.n_boot)
+        # the run id needs the embeddings' cache key: load them (from the cache once extracted)
+        loaded, ident, emb = self.embeddings(job.observer)
+        rid = _run_id(ProbeMethod(task, pcfg, emb, job.feature, ident), obs.model_id, job.seed)
+        if run_done(self.results, rid):
+            return
+        with Clock() as c:
+            summ = run_probe(task, emb, obs.model_id, pcfg, self.results, feature=job.feature, progress=False,
+                             identity=ident, config_extra=EXTRA)
+        write_cost(self.results, {"step": "probe", "run_id": rid, "model_id": obs.model_id,
+                                  "weights": ident["weights"], "task": task.name, "feature": job.feature,
+                                  "seed": job.seed, "build": self.build, "images": len(task.split("train")),
+                                  "epochs": int(summ["epochs_run"].iloc[0]), "wall_s": c.wall, "cpu_s": c.cpu,
+                                  "threads": _threads(), "started": _now()})
+
+
+def finetune_config(cfg: ExperimentConfig, seeds: tuple[int, ...]):
+    """The paper's fine-tuning settings (``eval.finetune.FinetuneConfig`` defaults) with this plan's epochs,
+    patience, loader workers and ``seeds``."""
+    from .finetune import FinetuneConfig
+
+    return FinetuneConfig(epochs=cfg.finetune_epochs, patience=cfg.finetune_patience, seeds=tuple(seeds),
+                          num_workers=cfg.finetune_workers, n_boot=cfg.n_boot)
+
+
+def thin_task(task, frames: int | None, splits=("train", "val")):
+    """``task`` with at most ``frames`` images per placement (its ``group``) in ``splits``, evenly spaced in
+    item order (frame order along the placement's camera trajectory: neighbouring frames are nearly the same
+    view, so a spaced subset keeps most of what an epoch shows at a fraction of its cost); other splits
+    untouched. The thinning enters ``task.info`` and so every run's configuration digest. ``None``: ``task``."""
+    from dataclasses import replace as dc_replace
+
+    if frames is None:
+        return task
+    items = task.items
+    keep = np.ones(len(items), bool)
+    for split in splits:
+        sel = items.index[items["split"] == split]
+        for _, idx in items.loc[sel].sort_values("item_id").groupby("group", sort=False).groups.items():
+            idx = np.asarray(idx)
+            if len(idx) > frames:
+                pick = np.unique(np.round(np.linspace(0, len(idx) - 1, frames)).astype(int))
+                drop = np.setdiff1d(np.arange(len(idx)), pick)
+                keep[items.index.get_indexer(idx[drop])] = False
+    return dc_replace(task, items=items[keep].reset_index(drop=True),
+                      info={**task.info, "finetune_frames_per_placement": int(frames), "thinned": list(splits)})
+
+
+@contextlib.contextmanager
+def run_lock(results, rid: str):
+    """An exclusive, non-blocking lock on ``<results>/checkpoints/<rid>.lock`` (``fcntl.flock``, released when
+    the process ends): yields True if this process holds it, False if another invocation (e.g. a second
+    ``run --steps finetune`` started beside a probing one) is training the run."""
+    import fcntl
+
+    path = Path(results) / "checkpoints" / f"{rid}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _epochs_done(results, rid: str) -> int:
+    """Epochs a fine-tuning run has finished (from its checkpoint; 0 before its first)."""
+    from .finetune import load_checkpoint
+
+    last = Path(results) / "checkpoints" / rid / "last.pt"
+    return int(load_checkpoint(last)["state"]["epoch"]) + 1 if last.is_file() else 0
+
+
+class _Tuner:
+    """Fine-tuning jobs (resumable from their checkpoints; a ledger row per invocation with the epochs it
+    trained) and VPT-Strategy tests of the VPT-basic fine-tuned models."""
+
+    def __init__(self, tasks, results, cfg, progress):
+        self.tasks = {t: thin_task(task, cfg.finetune_frames) for t, task in tasks.items()}
+        self.results, self.cfg, self.progress = results, cfg, progress
+        self.build = build_identity(tasks["vpt"])
+        self.current = None
+
+    def load(self, obs_text: str):
+        if not (self.current and self.current[0] == obs_text):
+            self.current = (obs_text, _load(Observer.parse(obs_text)))
+        return self.current[1]
+
+    def rid(self, job: Job) -> str:
+        from .finetune import FinetuneMethod
+
+        fcfg = finetune_config(self.cfg, (job.seed,))
+        return _run_id(FinetuneMethod(self.tasks[job.target], fcfg, self.load(job.observer)),
+                       Observer.parse(job.observer).model_id, job.seed)
+
+    def finetune(self, job: Job) -> str:
+        """Run (or resume) one fine-tuning run: ``"done"``, ``"paused"`` (by ``epochs_per_invocation``) or
+        ``"busy"`` (another process holds its lock)."""
+        from .finetune import run_finetune
+        from .results import run_done
+
+        rid = self.rid(job)
+        if run_done(self.results, rid):
+            return "done"
+        loaded, task, obs = self.load(job.observer), self.tasks[job.target], Observer.parse(job.observer)
+        with run_lock(self.results, rid) as mine:
+            if not mine:  # another invocation is training this run: leave it to it, go on with the plan
+                log.warning("fine-tuning run %s is being trained by another process; skipped", rid)
+                return "busy"
+            before = _epochs_done(self.results, rid)
+            with Clock() as c:
+                summ = run_finetune(task, loaded, obs.model_id, finetune_config(self.cfg, (job.seed,)), self.results,
+                                    config_extra=EXTRA, epochs_per_invocation=self.cfg.epochs_per_invocation,
+                                    progress=self.progress)
+            after = _epochs_done(self.results, rid)
+        write_cost(self.results, {"step": "finetune", "run_id": rid, "model_id": obs.model_id,
+                                  "weights": loaded.run_identity()["weights"], "task": task.name,
+                                  "feature": "finetuned", "seed": job.seed, "build": self.build,
+                                  "epochs": after - before, "images": len(task.split("train")),
+                                  "size": int(loaded.data_config["input_size"][-1]), "wall_s": c.wall,
+                                  "cpu_s": c.cpu, "threads": _threads(), "started": _now(),
+                                  "note": "paused" if summ is None else f"finished after {after} epochs"})
+        return "done" if summ is not None else "paused"
+
+    def transfer(self, job: Job) -> int:
+        """The VPT-basic fine-tuned models (every ``finetune_seeds`` run, all finished) on VPT-Strategy; returns the
+        runs present, 0 when a source run is not finished (left to the process training it)."""
+        from .results import part_path, run_done
+
+        loaded, obs = self.load(job.observer), Observer.parse(job.observer)
+        sources = {}
+        for seed in self.cfg.finetune_seeds:
+            rid = self.rid(Job("finetune", job.observer, "vpt", "finetuned", seed))
+            if not run_done(self.results, rid):  # trained by another invocation (run_lock): a later run tests it
+                log.warning("fine-tuning run %s is not finished; its VPT-Strategy test waits for a later run", rid)
+                return 0
+            sources[seed] = (rid, pd.read_parquet(part_path(self.results, "summary", rid)).iloc[0].to_dict())
+        strat = self.tasks["vpt_strategy"]
+        method = FinetunedTransfer(strat, finetune_config(self.cfg, self.cfg.finetune_seeds), loaded, sources,
+                                   self.results)
+        todo = [s for s in self.cfg.finetune_seeds
+                if not run_done(self.results, _run_id(method, obs.model_id, s, "finetune"))]
+        if todo:
+            with Clock() as c:
+                run_method(method, obs.model_id, self.results, run_method_name="finetune", config_extra=EXTRA,
+                           progress=False)
+            write_cost(self.results, {"step": "transfer", "run_id": ",".join(
+                _run_id(method, obs.model_id, s, "finetune") for s in todo), "model_id": obs.model_id,
+                "weights": loaded.run_identity()["weights"], "task": strat.name, "feature": "finetuned",
+                "build": self.build, "images": len(strat.split("strategy")) * len(todo), "wall_s": c.wall,
+                "cpu_s": c.cpu, "threads": _threads(), "started": _now()})
+        return len(self.cfg.finetune_seeds)
+
+
+class FinetunedTransfer(Method):
+    """A VPT-basic fine-tuned model (the weights early stopping kept, ``<results>/checkpoints/<run>/best.pt``)
+    evaluated on another task's evaluation items without training (the paper's VPT-Strategy test). ``sources``:
+    per seed, the fine-tuning run id and its summary row (training facts are copied from it); the source runs
+    are part of this run's configuration digest."""
+
+    name = "finetune_transfer"
+    trains = False
+    feature = "finetuned"
+
+    def __init__(self, task, cfg, loaded, sources: dict, results):
+        super().__init__(task, cfg)
+        self.loaded, self.sources, self.results = loaded, dict(sources), Path(results)
+
+    def digest_fields(self) -> dict:
+        return {"model": self.loaded.identity(), "source_runs": {str(s): r for s, (r, _) in sorted(self.sources.items())}}
+
+    def identity(self) -> dict:
+        return self.loaded.run_identity()
+
+    def start(self, items, run) -> None:
+        super().start(items, run)
+        self.initial = copy.deepcopy(self.loaded.module.state_dict())
+
+    def finish(self) -> None:
+        from .finetune import _refreeze
+
+        _refreeze(self.loaded, self.initial)
+
+    def run_seed(self, seed: int, rid: str) -> SeedResult:
+        import torch
+
+        from .finetune import _build, _loader, _run_epoch_eval, load_checkpoint
+
+        if seed not in self.sources:
+            raise ExperimentError(f"no fine-tuning run of seed {seed} to evaluate on {self.task.name}")
+        src, facts = self.sources[seed]
+        best = self.results / "checkpoints" / src / "best.pt"
+        if not best.is_file():
+            raise ExperimentError(f"{best}: the fine-tuned weights of run {src} are missing; remove "
+                                  f"{self.results / 'summary' / (src + '.parquet')} to fine-tune again")
+        self.loaded.module.load_state_dict(self.initial)
+        model = _build(self.loaded, len(self.task.classes), self.cfg.dropout)
+        model.load_state_dict(load_checkpoint(best, "fine-tuned best-epoch weights"))  # the one safe loader
+        lg, _, _ = _run_epoch_eval(model, _loader(self.items, self.loaded.transform, self.cfg, False, seed))
+        return SeedResult(probs=torch.softmax(lg, 1).numpy(), facts={
+            k: facts[k] for k in ("best_epoch", "epochs_run", "val_accuracy", "train_seconds")})
+
+
+# ----------------------------------------------------------------------------------- fine-tuning epoch cost
+
+
+def measure_epoch(build, results, model: str = DEFAULT_FINETUNE[0], sizes: tuple[int, ...] = (),
+                  target: str = "vpt", batch_size: int = 16, workers: int = 1, max_batches: int | None = None,
+                  progress: bool = True) -> pd.DataFrame:
+    """Time one training epoch of fine-tuning (the paper's batch 16, AdamW lr 5e-5, dropout 0.7; the steps of
+    ``eval.finetune``'s training loop) and one validation pass, at each image size in ``sizes`` (default: the
+    build's image size and the model's input size; images resized by their shorter side, no crop). Each
+    measurement is a ledger row (``step`` = ``epoch_train`` / ``epoch_val``); returns them."""
+    import torch
+    import torch.nn.functional as F
+    from tqdm.auto import tqdm
+
+    from .finetune import FinetuneConfig, _build, _loader, _run_epoch_eval
+    from .zoo import shorter_side_transform
+
+    tasks = load_tasks(build)
+    task = tasks[target]
+    obs = Observer.parse(model)
+    loaded = _load(obs)
+    native = int(loaded.data_config["input_size"][-1])
+    build_size = int(json.loads((Path(build) / "config.json").read_text())["size"])
+    sizes = tuple(sizes) or tuple(dict.fromkeys((build_size, native)))
+    fcfg = FinetuneConfig(batch_size=batch_size, num_workers=workers, seeds=(0,))
+    tr, va = task.split("train"), task.split("val")
+    if max_batches is not None:
+        tr, va = tr.iloc[:max_batches * batch_size], va.iloc[:max_batches * batch_size]
+    initial = copy.deepcopy(loaded.module.state_dict())
+    rows = []
+    for size in sizes:
+        transform = shorter_side_transform({**loaded.data_config, "input_size": (3, size, size)})
+        loaded.module.load_state_dict(initial)
+        torch.manual_seed(0)
+        net = _build(loaded, len(task.classes), fcfg.dropout)
+        opt = torch.optim.AdamW(net.parameters(), lr=fcfg.lr, weight_decay=fcfg.weight_decay)
+        net.train()
+        with Clock() as c:
+            for x, y in tqdm(_loader(tr, transform, fcfg, True, 0), desc=f"epoch at {size} px", unit="batch",
+                             disable=not progress, leave=False):
+                if len(y) < 2:
+                    continue
+                opt.zero_grad(set_to_none=True)
+                F.cross_entropy(net(x), y).backward()
+                opt.step()
+        base = {"model_id": obs.model_id, "weights": loaded.run_identity()["weights"], "task": task.name,
+                "feature": "finetuned", "build": build_identity(task), "size": size, "threads": _threads(),
+                "started": _now(), "note": f"build images {build_size} px, model input {native} px"}
+        rows.append({**base, "step": "epoch_train", "images": len(tr), "epochs": 1, "wall_s": c.wall, "cpu_s": c.cpu})
+        with Clock() as c:
+            _run_epoch_eval(net, _loader(va, transform, fcfg, False, 0))
+        rows.append({**base, "step": "epoch_val", "images": len(va), "epochs": 1, "wall_s": c.wall, "cpu_s": c.cpu})
+    loaded.module.load_state_dict(initial)
+    for r in rows:
+        write_cost(results, r)
+    return pd.DataFrame(rows)
+
+
+def record_build_time(results, build, time_file) -> dict:
+    """A ledger row ``step=build`` from the report of ``/usr/bin/time -v python -m tasks.threedpc out=<build>``
+    (GNU time's "User time", "System time", "Elapsed (wall clock) time"; the build's process pool workers are
+    its children, so their CPU is included)."""
+    text = Path(time_file).read_text()
+    found = {}
+    for line in text.splitlines():
+        key, _, value = line.strip().rpartition(": ")
+        found[key] = value.strip()
+    try:
+        cpu = float(found["User time (seconds)"]) + float(found["System time (seconds)"])
+        wall = 0.0
+        for part in found["Elapsed (wall clock) time (h:mm:ss or m:ss)"].split(":"):
+            wall = wall * 60 + float(part)
+    except (KeyError, ValueError):
+        raise ExperimentError(f"{time_file}: not a GNU time -v report (needs User time, System time and Elapsed "
+                              "lines; run the build as /usr/bin/time -v python -m tasks.threedpc ... 2> <file>)") from None
+    tasks = load_tasks(build)
+    row = {"step": "build", "build": build_identity(tasks["vpt"]), "images": len(tasks["vpt"].dataset_images),
+           "size": int(json.loads((Path(build) / "config.json").read_text())["size"]), "wall_s": wall, "cpu_s": cpu,
+           "started": _now(), "note": f"GNU time -v; max RSS {int(found.get('Maximum resident set size (kbytes)', 0)) // 1024} MB"}
+    write_cost(results, row)
+    return row
+
+
+# ------------------------------------------------------------------------------------------------- CLI
+
+
+def _tuple(kind):
+    def parse(text: str):
+        items = [t.strip() for t in text.split(",") if t.strip()]
+        try:
+            return tuple(kind(t) for t in items)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r}: expected a comma-separated list of {kind.__name__}") from None
+    return parse
+
+
+def _frames(text: str) -> int | None:
+    if text.strip().lower() in ("all", "none"):
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a number of frames or 'all'") from None
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m eval.results_3dpc", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="probes, per-layer probes, fine-tuning, VPT-Strategy (resumable)")
+    r.add_argument("--build", required=True, help="a 3D-PC build (python -m tasks.threedpc out=...)")
+    r.add_argument("--results", required=True, help="results folder (appended to; finished runs are skipped)")
+    d = ExperimentConfig()
+    r.add_argument("--observers", type=_tuple(str), default=d.observers, help="comma-separated; '<id>@random' = random weights")
+    r.add_argument("--finetune-models", type=_tuple(str), default=d.finetune_models)
+    r.add_argument("--steps", type=_tuple(str), default=d.steps, help=f"any of {','.join(STEPS)}")
+    r.add_argument("--probe-seeds", type=_tuple(int), default=d.probe_seeds)
+    r.add_argument("--finetune-seeds", type=_tuple(int), default=d.finetune_seeds)
+    r.add_argument("--finetune-epochs", type=int, default=d.finetune_epochs)
+    r.add_argument("--finetune-patience", type=int, default=d.finetune_patience)
+    r.add_argument("--finetune-workers", type=int, default=d.finetune_workers)
+    r.add_argument("--finetune-frames", type=_frames, default=d.finetune_frames,
+                   help=f"frames per placement in the fine-tuning train/val splits (default {d.finetune_frames}; 'all')")
+    r.add_argument("--epochs-per-invocation", type=int, default=None, help="pause fine-tuning after N epochs")
+    r.add_argument("--n-boot", type=int, default=d.n_boot)
+    r.add_argument("--batch-size", type=int, default=d.batch_size, help="extraction batch")
+    r.add_argument("--cache-dir", default=None)
+    r.add_argument("--no-progress", action="store_true")
+    c = sub.add_parser("cost", help="time one fine-tuning epoch at the build's and the model's image size")
+    c.add_argument("--build", required=True)
+    c.add_argument("--results", required=True)
+    c.add_argument("--model", default=DEFAULT_FINETUNE[0])
+    c.add_argument("--sizes", type=_tuple(int), default=(), help="image sizes (default: build's, model's)")
+    c.add_argument("--workers", type=int, default=1)
+    c.add_argument("--max-batches", type=int, default=None, help="time only this many batches (a smoke test)")
+    c.add_argument("--build-time", default=None, help="instead: record the build's cost from its /usr/bin/time -v report")
+    c.add_argument("--no-progress", action="store_true")
+    g = sub.add_parser("page", help="docs/results.md and its figures from a results folder")
+    g.add_argument("--results", required=True)
+    g.add_argument("--out", default="docs/results.md")
+    g.add_argument("--img", default=None, help="figure folder (default: <out's folder>/img)")
+    g.add_argument("--n-boot", type=int, default=10_000)
+    return p
+
+
+def main(argv: list[str] | None = None) -> None:
+    from infra.cli import fail
+
+    args = parser().parse_args(argv)
+    try:
+        if args.command == "run":
+            if not Path(args.build).is_dir():
+                raise ExperimentError(f"--build {args.build}: no such folder")
+            cfg = ExperimentConfig(observers=args.observers, finetune_models=args.finetune_models, steps=args.steps,
+                                   probe_seeds=args.probe_seeds, finetune_seeds=args.finetune_seeds,
+                                   finetune_epochs=args.finetune_epochs, finetune_patience=args.finetune_patience,
+                                   finetune_workers=args.finetune_workers, finetune_frames=args.finetune_frames,
+                                   epochs_per_invocation=args.epochs_per_invocation, n_boot=args.n_boot,
+                                   batch_size=args.batch_size, cache_dir=args.cache_dir)
+            out = run_experiment(args.build, args.results, cfg, progress=not args.no_progress)
+            state = ("paused (run the same command again to resume)" if out["paused"] else
+                     f"{out['left']} fine-tuning step(s) left to another process; run again when it ends"
+                     if out["left"] else "complete")
+            print(f"{out['probe_runs']} probe runs, {out['finetune_runs']} fine-tuning runs in {args.results}: {state}")
+        elif args.command == "cost" and args.build_time:
+            r = record_build_time(args.results, args.build, args.build_time)
+            print(f"build: {r['wall_s'] / 60:.1f} min wall, {r['cpu_s'] / 60:.1f} CPU-min ({r['images']} images)")
+        elif args.command == "cost":
+            rows = measure_epoch(args.build, args.results, args.model, args.sizes, workers=args.workers,
+                                 max_batches=args.max_batches, progress=not args.no_progress)
+            for _, r in rows.iterrows():
+                print(f"{r.step} at {r['size']} px: {r.images} images, {r.wall_s / 60:.1f} min wall, "
+                      f"{r.cpu_s / 60:.1f} CPU-min")
+        else:
+            md = write_page(args.results, args.out, args.img, n_boot=args.n_boot)
+            print(f"wrote {md}")
+    except (ExperimentError, S.ConfigError, FileNotFoundError) as e:
+        fail(str(e))
+    except Exception as e:  # noqa: BLE001 - the known error types of the layers below
+        from .embeddings import EmbeddingError
+        from .zoo import WeightsUnavailable, ZooError
+
+        if isinstance(e, (EmbeddingError, WeightsUnavailable, ZooError)):
+            fail(str(e))
+        raise
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=os.environ.get("VANTAGE_LOG", "WARNING"))
+    main(sys.argv[1:])

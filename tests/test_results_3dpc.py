@@ -1,0 +1,294 @@
+"""The 3D-PC results experiment (issue 35) end to end on a fixture build: `python -m eval.results_3dpc run`
+(probes, per-layer probes, fine-tuning, VPT-Strategy transfer) with a tiny timm model, resumed, then `page`;
+every accuracy on the page is traced back through its key to result rows and recomputed from the trials."""
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from eval import results as R
+from eval import stats
+from eval.results_3dpc import ExperimentConfig, ExperimentError, Observer, read_cost, record_build_time
+from eval.results_3dpc_page import accuracy_table
+
+MODEL = "module:eval.examples:small_cnn"  # 64 px input, 3 tapped blocks
+
+
+def _fixture_build(root: Path, size: int = 32) -> Path:
+    """A minimal 3D-PC build in the builder's layout: 2 train, 1 val, 2 test and 1 strategy scenes, 4 settings
+    of 3 frames each (strategy: one sequence of 6 steps, 3 blocked). The VPT label is a red square's side
+    (left = visible), the depth label its height, so a model can learn both; the human subset is 4 test frames."""
+    from infra.images import save_png
+
+    rng = np.random.default_rng(0)
+    rows = []
+    scenes = [("train", "a_01"), ("train", "a_02"), ("val", "b_01"), ("test", "a_03"), ("test", "b_03")]
+    for split, scene in scenes:
+        for setting in range(4):
+            vpt = setting % 2
+            for frame in range(3):
+                depth = (setting // 2 + frame) % 2
+                img = rng.integers(0, 80, (size, size, 3), dtype=np.uint8)
+                x = 2 if vpt else size // 2 + 2
+                y = 2 if depth else size // 2 + 2
+                img[y:y + size // 3, x:x + size // 3] = (220, 30, 30)
+                f = f"images/{split}/{scene}/s{setting:02d}/f{frame:03d}.png"
+                (root / f).parent.mkdir(parents=True, exist_ok=True)
+                save_png(root / f, img)
+                rows.append(dict(file_name=f, split=split, vpt_label=vpt, depth_label=depth, in_vpt=True,
+                                 in_depth=True, in_human=split == "test" and frame == 0 and scene == "a_03",
+                                 in_strategy=False, scene=scene, setting=setting,
+                                 vpt_reason="visible" if vpt else ("occluded" if setting == 0 else "out_of_view")))
+    for step in range(6):
+        vpt = int(step in (0, 1, 5))
+        img = rng.integers(0, 80, (size, size, 3), dtype=np.uint8)
+        img[4:12, 4 + 3 * step:12 + 3 * step] = (220, 30, 30)
+        f = f"images/strategy/c_04/step{step:02d}.png"
+        (root / f).parent.mkdir(parents=True, exist_ok=True)
+        save_png(root / f, img)
+        rows.append(dict(file_name=f, split="strategy", vpt_label=vpt, depth_label=step % 2, in_vpt=False,
+                         in_depth=False, in_human=False, in_strategy=True, scene="c_04", setting=step,
+                         vpt_reason="visible" if vpt else "occluded"))
+    pd.DataFrame(rows).to_parquet(root / "metadata.parquet")
+    (root / "manifest.json").write_text(json.dumps({"fixture": "tests/test_results_3dpc.py", "size": size}))
+    (root / "config.json").write_text(json.dumps({"size": size}))
+    return root
+
+
+@pytest.fixture(scope="module")
+def experiment(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("results3dpc")
+    build, res = _fixture_build(tmp / "build"), tmp / "results"
+    args = ["run", f"--build={build}", f"--results={res}", f"--observers={MODEL}@random,{MODEL}@random1",
+            f"--finetune-models={MODEL}@random", "--probe-seeds=0", "--finetune-seeds=0", "--finetune-epochs=2",
+            "--finetune-frames=1", "--epochs-per-invocation=1", "--n-boot=200", f"--cache-dir={tmp / 'cache'}",
+            "--no-progress"]
+    # one fine-tuning epoch per invocation: probes, VPT epoch 1 | VPT epoch 2, VPT-Strategy, stage probes, depth
+    # epoch 1 | depth epoch 2 | nothing left: every run is skipped
+    runs = [_main(*args) for _ in range(4)]
+    return {"build": build, "res": res, "tmp": tmp, "runs": runs, "args": args}
+
+
+def _main(*args):
+    """The command (``python -m eval.results_3dpc``) in this process: a new interpreter's imports of torch and
+    timm would cost more than the tiny experiment."""
+    import contextlib
+    import io
+    import types
+
+    from eval.results_3dpc import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        main(list(args))
+    return types.SimpleNamespace(returncode=0, stdout=out.getvalue(), stderr="")
+
+
+def test_run_is_resumable_and_records_identity_and_cost(experiment):
+    for p in experiment["runs"]:
+        assert p.returncode == 0, p.stderr[-3000:]
+    assert ["paused" in p.stdout for p in experiment["runs"]] == [True, True, False, False]
+    res = experiment["res"]
+    summary = R.read_results(res, "summary")
+    runs = summary.drop_duplicates("run_id")
+    n_taps = 3  # small_cnn has 3 blocks
+    # 2 observers x 1 seed x (3 pooled targets + 5 stages x 2 targets); fine-tuning: vpt, depth, transfer
+    assert (runs["method"] == "probe").sum() == 2 * (3 + 2 * n_taps)
+    ft = runs[runs["method"] == "finetune"]
+    assert sorted(ft["task"]) == ["3dpc/depth", "3dpc/vpt", "3dpc/vpt_strategy"]
+    assert (ft.loc[ft["task"] != "3dpc/vpt_strategy", "epochs_run"] == 2).all()
+    vpt_ft = ft[ft["task"] == "3dpc/vpt"].iloc[0]
+    transfer = ft[ft["task"] == "3dpc/vpt_strategy"].iloc[0]
+    assert transfer["best_epoch"] == vpt_ft["best_epoch"] and transfer["split"] == "strategy"
+    # run identity on every row: model, weights, preprocessing, feature, method config, seed, run id
+    trials = R.read_results(res, "trials")
+    assert set(trials["weights"]) == {"random:seed=0", "random:seed=1"}
+    assert trials["preprocess"].str.startswith("shorter_side:").all() and (trials["method_config"] != "").all()
+    assert (trials["cluster"] != "").all()
+    assert set(trials["feature"]) == {"pooled", "finetuned", *(f"features.{3 * i + 2}" for i in range(n_taps))}
+    # the cost ledger: one embeddings row per observer, a probe row per run, fine-tuning epochs summing to 2
+    cost = read_cost(res)
+    assert (cost["step"] == "embeddings").sum() == 2 and (cost["step"] == "probe").sum() == (runs["method"] == "probe").sum()
+    for task in ("3dpc/vpt", "3dpc/depth"):  # paused after 1 epoch, resumed for the 2nd
+        fcost = cost[(cost["step"] == "finetune") & (cost["task"] == task)]
+        assert fcost["epochs"].tolist() == [1, 1] and set(fcost["run_id"]) == set(ft.loc[ft["task"] == task, "run_id"])
+    assert (cost["step"] == "transfer").sum() == 1
+    assert (cost["build"] == cost["build"].iloc[0]).all() and cost["build"].iloc[0] != ""
+    assert (cost["cpu_s"] >= 0).all()
+    # the last invocation found everything done: no ledger row
+    assert len(cost) == 2 + (runs["method"] == "probe").sum() + 2 + 1 + 2
+
+
+def test_page_rows_trace_to_result_rows(experiment):
+    res, tmp = experiment["res"], experiment["tmp"]
+    out = tmp / "docs" / "results.md"
+    p = _main("page", f"--results={res}", f"--out={out}", "--n-boot=200")
+    text = out.read_text()
+    for stem in ("results_probe", "results_finetune", "results_strategy", "results_layers", "results_strategy_steps"):
+        assert (out.parent / "img" / f"{stem}.png").stat().st_size > 5000, stem
+        assert f"](img/{stem}.png)" in text
+    # the provenance table: key -> run ids; the accuracy table: key -> accuracy [CI]
+    prov = {}
+    for line in text.split("## Provenance")[1].splitlines():
+        m = re.match(r"\| (R\d+) \| (\S+) \| (\w+) \| (\S+) \| (\w+) \|.*\| (`.*`) \|$", line)
+        if m:
+            prov[m[1]] = dict(task=m[2], method=m[3], feature=m[4], split=m[5], runs=re.findall(r"`([^`]+)`", m[6]))
+    table = text.split("## Accuracy: task × model × method")[1].split("## Figures")[0]
+    rows = re.findall(r"^\| (R\d+) \| [^|]+ \| [^|]+ \| [^|]+ \| (\w+) \| ([\d.]+) \[([\d.]+), ([\d.]+)\] \|", table,
+                      flags=re.M)
+    assert len(rows) == 2 * (2 * 2 + 1) + (2 * 2 + 1)  # probes of 2 observers, fine-tuning: {test, human} x 2 + strategy
+    assert "not run" not in table  # every planned cell ran
+    summary, trials = R.read_results(res, "summary"), R.read_results(res, "trials")
+    for key, split, acc, lo, hi in rows:
+        src = prov[key]
+        assert src["split"] == split and src["runs"]
+        assert set(src["runs"]) <= set(summary["run_id"])  # every run id is a summary row ...
+        t = trials[trials["run_id"].isin(src["runs"]) & (trials["split"] == split)]
+        assert set(t["run_id"]) == set(src["runs"])  # ... with its trials
+        assert set(t["task"]) == {src["task"]} and set(t["method"]) == {src["method"]}
+        assert float(acc) == pytest.approx(t["correct"].mean(), abs=5e-4)  # recomputed from the trial rows
+        units = t["cluster"] if split != "strategy" else t["item_id"].str.rpartition("/")[0]  # strategy: by scene
+        e, _ = stats.cluster_bootstrap_ci(t["label"], t["response"], units, 200, 0.95, seed=0)
+        assert (float(lo), float(hi)) == pytest.approx((e.ci_low, e.ci_high), abs=5e-4)
+    # accuracy by VPT reason: the key's trials split by the build's vpt_reason
+    items = pd.read_parquet(res / "items.parquet")
+    assert set(items["item_id"]) == set(trials.loc[trials["split"].isin(["test", "human", "strategy"]), "item_id"])
+    by_reason = re.findall(r"^\| (R\d+) \| VPT-basic \| [^|]+ \| [^|]+ \| facing away \(out of view\) \| ([\d.]+) \[",
+                           text.split("## VPT accuracy by reason")[1], flags=re.M)
+    assert by_reason
+    for key, value in by_reason:
+        t = trials[trials["run_id"].isin(prov[key]["runs"]) & (trials["split"] == "test")]
+        away = set(items.loc[items["vpt_reason"] == "out_of_view", "item_id"])
+        assert float(value) == pytest.approx(t[t["item_id"].isin(away)]["correct"].mean(), abs=5e-4)
+    # verdicts name the random controls; the cost table lists the fine-tuning epochs
+    assert "random-weight control at chance" in text and "| finetune |" in text
+    # regenerating gives the same page
+    _main("page", f"--results={res}", f"--out={out}", "--n-boot=200")
+    assert out.read_text() == text
+
+
+def test_page_marks_planned_cells_not_run_and_includes_the_validity_sweep(experiment, tmp_path):
+    """A plan asking for more than the folder holds (another observer, with its stages): its cells are on the
+    page as 'not run (cost)', the verdicts say so; the validity sweep's first table is copied in when present."""
+    import shutil
+
+    from eval.results_3dpc import write_plan
+
+    res = tmp_path / "results"
+    shutil.copytree(experiment["res"], res)
+    plan = write_plan(res, ExperimentConfig(observers=(f"{MODEL}@random7",), steps=("probe", "layers")),
+                      {f"{MODEL}@random7": ("features.2", "features.5")})
+    assert plan["observers"] == [f"{MODEL}@random", f"{MODEL}@random1", f"{MODEL}@random7"]  # merged
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "validity_sweep.md").write_text("# Sweep\n\nintro\n\n| configuration | pass |\n|---|---|\n| seed 1 | yes |\n\n"
+                                            "| second | table |\n|---|---|\n")
+    _main("page", f"--results={res}", f"--out={docs / 'results.md'}", "--n-boot=200")
+    text = (docs / "results.md").read_text()
+    table = text.split("## Accuracy: task × model × method")[1].split("## Figures")[0]
+    todo = re.findall(r"^\|  \| ([^|]+) \| small_cnn \(random seed 7\) \| linear probe \| (\w+) \| not run \(cost\) \|",
+                      table, flags=re.M)
+    assert sorted(todo) == sorted([("Depth order", "test"), ("Depth order", "human"), ("VPT-basic", "test"),
+                                   ("VPT-basic", "human"), ("VPT-Strategy", "strategy")])
+    layers = text.split("## Per-layer probes")[1].split("##")[0]
+    assert re.search(r"small_cnn \(random seed 7\) \| Depth order \| not run \(cost\) \| not run \(cost\)", layers)
+    assert "| random-weight control at chance | small_cnn (random seed 7) | not run (cost) |" in text
+    sweep = text.split("## Validity across build configurations")[1].split("##")[0]
+    assert "| seed 1 | yes |" in sweep and "second" not in sweep and "(validity_sweep.md)" in sweep
+
+
+def test_accuracy_table_pools_seeds_and_clusters_by_placement():
+    """Two seeds of one run group, 4 placements: accuracy = mean of the pooled trials; CI from the cluster
+    bootstrap of all trials of a placement (both seeds)."""
+    rng = np.random.default_rng(3)
+    rows = []
+    for seed in (0, 1):
+        for i in range(40):
+            lab = str(i % 2)
+            correct = bool(rng.random() < 0.7)
+            rows.append(dict(run_id=f"r{seed}", split="test", item_id=f"i{i}", label=lab,
+                             response=lab if correct else str(1 - int(lab)), correct=correct, cluster=f"p{i // 10}",
+                             seed=seed))
+    trials = pd.DataFrame(rows)
+    summary = pd.DataFrame([dict(task="3dpc/vpt", method="probe", feature="pooled", model_id="timm:x", weights="random:seed=0",
+                                 preprocess="p", method_config="m", run_id=f"r{s}", split="test") for s in (0, 1)])
+    acc = accuracy_table(trials, summary, n_boot=500)
+    r = acc.iloc[0]
+    assert r["accuracy"] == pytest.approx(trials["correct"].mean()) and r["seeds"] == 2 and r["n_items"] == 40
+    assert r["n_placements"] == 4 and r["observer"] == "x (random)" and r["run_ids"] == "r0,r1"
+    e, _ = stats.cluster_bootstrap_ci(trials["label"], trials["response"], trials["cluster"], 500, 0.95, seed=0)
+    assert (r["ci_low"], r["ci_high"]) == (e.ci_low, e.ci_high)
+
+
+def test_cue_table_finds_the_cue_the_answers_follow():
+    """Answers copied from a cue that carries no label information: that cue tops the table with answer AUC 1
+    and label AUC ~0.5; a cue equal to the label has no excess."""
+    from eval.results_3dpc_page import cue_table
+
+    rng = np.random.default_rng(0)
+    n = 200
+    label = rng.integers(0, 2, n)
+    shortcut = rng.random(n)
+    answer = (shortcut > 0.5).astype(int)
+    items = pd.DataFrame({"item_id": [f"i{i}" for i in range(n)], "cue_shortcut": shortcut,
+                          "cue_honest": label + 0.1 * rng.random(n), "cue_noise": rng.random(n)})
+    trials = pd.DataFrame({"run_id": "r", "split": "test", "item_id": items["item_id"], "label": label.astype(str),
+                           "response": answer.astype(str), "seed": 0})
+    acc = pd.DataFrame([dict(key="R1", task="3dpc/vpt", method="probe", feature="pooled", split="test",
+                             observer="m", run_ids="r")])
+    t = cue_table(trials, acc, items, top=3)
+    assert t.iloc[0]["cue"] == "shortcut" and t.iloc[0]["auc_answer"] == 1.0
+    assert abs(t.iloc[0]["auc_label"] - 0.5) < 0.1
+    honest = t[t["cue"] == "honest"].iloc[0]
+    assert honest["auc_label"] == 1.0 and honest["excess"] < 0
+
+
+def test_build_time_report_and_bad_input(experiment, tmp_path, capsys):
+    report = tmp_path / "time.txt"
+    report.write_text("\tCommand being timed: \"python -m tasks.threedpc out=x\"\n\tUser time (seconds): 100.50\n"
+                      "\tSystem time (seconds): 20.00\n\tElapsed (wall clock) time (h:mm:ss or m:ss): 1:02:03\n"
+                      "\tMaximum resident set size (kbytes): 204800\n")
+    res = tmp_path / "res"
+    row = record_build_time(res, experiment["build"], report)
+    assert row["cpu_s"] == pytest.approx(120.5) and row["wall_s"] == pytest.approx(3723)
+    assert read_cost(res).iloc[0]["step"] == "build"
+    (tmp_path / "bad.txt").write_text("nothing\n")
+    with pytest.raises(ExperimentError, match="GNU time"):
+        record_build_time(res, experiment["build"], tmp_path / "bad.txt")
+    assert Observer.parse("timm:a@random2") == Observer("timm:a", False, 2)
+    with pytest.raises(ExperimentError, match="@random"):
+        Observer.parse("timm:a@imagenet")
+    with pytest.raises(Exception, match="steps"):
+        ExperimentConfig(steps=("probe", "dance"))
+    from eval.results_3dpc import main
+
+    for argv, message in ((["run", f"--build={tmp_path / 'none'}", f"--results={res}"], "no such folder"),
+                          (["page", f"--results={tmp_path / 'none'}"], "no summary/ folder"),
+                          (["run", f"--build={experiment['build']}", f"--results={res}", "--steps=probe,dance"],
+                           "steps")):
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        err = capsys.readouterr().err
+        assert e.value.code == 2 and err.startswith("error: ") and message in err and err.count("\n") == 1
+
+
+def test_a_run_trained_by_another_process_is_left_to_it(experiment, tmp_path):
+    """Two invocations on one results folder (probes in one, ``--steps finetune`` in another): a fine-tuning
+    run whose lock another process holds is skipped, and so is its VPT-Strategy test; the rest goes on."""
+    from eval.results_3dpc import run_lock
+
+    res = tmp_path / "results"
+    with run_lock(res, "x") as a:
+        with run_lock(res, "x") as b:
+            assert a and not b  # flock: a second open file description cannot take it, even in this process
+    ft = R.read_results(experiment["res"], "summary").drop_duplicates("run_id")
+    ft = ft[ft["method"] == "finetune"].set_index("task")["run_id"]
+    args = [a for a in experiment["args"] if not a.startswith(("--results", "--epochs-per-invocation"))]
+    with run_lock(res, ft["3dpc/vpt"]):
+        out = _main(*args, f"--results={res}", "--steps=finetune")
+    assert "1 fine-tuning runs" in out.stdout and "2 fine-tuning step(s) left to another process" in out.stdout
+    done = set(R.read_results(res, "summary")["run_id"])
+    assert done == {ft["3dpc/depth"]}  # the same run id as in the experiment's folder; VPT and its test left
