@@ -10,7 +10,8 @@ images, what a careful reviewer would try, each fitted on ``split == "train"`` a
   task's frames (nothing is fitted, so all splits are scored: more placements, a tighter estimate;
   0.5 = no information; 0 or 1 = the cue alone solves the task, either way round).
 * ``rule``         — one-line rules (a threshold and polarity fitted on train, accuracy on test), e.g. VPT
-  "the object's image box is not between the props → visible", depth "ball higher in the image → further".
+  "the object's image box is not between the props → visible", "the lens axis points within N° of the ball in
+  the image → visible" (the 2D orientation cue), depth "ball higher in the image → further".
 * ``cue_logreg``   — logistic regression on all cues together (standardised), accuracy on test.
 * ``pixel_logreg`` — logistic regression on downsampled raw pixels (``pixel_size``² RGB, standardised).
 * ``shuffled_control`` — the same pixel model trained on permuted training labels (should sit at ~0.5).
@@ -190,6 +191,35 @@ def _forward(yaw_deg, pitch_deg) -> np.ndarray:
     return np.stack([np.cos(p) * np.cos(y), np.cos(p) * np.sin(y), np.sin(p)], 1)
 
 
+def lens_offset(df) -> np.ndarray:
+    """Distance (m, (n,)) from the observer's centre to the front of its lens (camera) or its tip (arrow), as
+    :meth:`scenes.props.Observer.eye` places it: where the prop visibly points from."""
+    from scenes.props import ARROW_SCALE, LENS_LENGTH
+
+    size = df["observer_size"].to_numpy(float)
+    arrow = df["observer_shape"].astype(str).eq("arrow").to_numpy() if "observer_shape" in df else np.zeros(len(df), bool)
+    return np.where(arrow, 0.6 * ARROW_SCALE, 0.3 + LENS_LENGTH) * size
+
+
+def lens_ball_angle(k, w2c, obs, fwd, ball, offset) -> np.ndarray:
+    """The 2D orientation cue (issue 35): angle (degrees, [0, 180], (n,)) in the viewer's image between the
+    observer's lens axis — its projected centre to the projected front of its lens (``obs + offset·fwd``) — and
+    the direction from its projected centre to the ball's. Small: "the lens points at the ball in the image",
+    what a glance at the picture tells without judging the facing in depth. NaN when the axis projects to
+    less than 1e-6 pixels (seen exactly end-on). Inputs as :func:`project` (``fwd`` unit (n,3) facing,
+    ``offset`` (n,) metres)."""
+    uv_o, _ = project(k, w2c, obs)
+    uv_l, _ = project(k, w2c, obs + fwd * np.asarray(offset, float)[:, None])
+    uv_b, _ = project(k, w2c, ball)
+    a, b = uv_l - uv_o, uv_b - uv_o
+    na, nb = np.linalg.norm(a, axis=1), np.linalg.norm(b, axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cos = (a * b).sum(1) / (na * nb)
+    ang = np.degrees(np.arccos(np.clip(cos, -1.0, 1.0)))
+    ang[(na < 1e-6) | (nb < 1e-6)] = np.nan
+    return ang
+
+
 def shortcut_cues(df):
     """Per-frame candidate shortcut cues (a DataFrame aligned with ``df``; float64, NaN where unavailable).
 
@@ -204,7 +234,8 @@ def shortcut_cues(df):
     Orientation: ``observer_faces_viewer`` (cosine between the observer's forward direction and the
     direction from the observer to the viewer's camera centre); ``observer_faces_ball`` (the same towards
     the ball: part of VPT's definition when observers look away, so reported but never gated, see
-    ``TASK_CUES``).
+    ``TASK_CUES``); ``lens_ball_angle`` (degrees, in the image: the observer's projected lens axis against the
+    direction to the ball, :func:`lens_ball_angle`; the 2D shadow of ``observer_faces_ball``, gated).
     Visibility in the viewer's image: ``ball_visible_fraction``, ``observer_visible_fraction`` (if recorded).
     Colour: ``mean_r/g/b`` are added by :func:`image_features` (they need the images).
     """
@@ -237,6 +268,7 @@ def shortcut_cues(df):
     to_ball = ball - obs
     to_ball /= np.clip(np.linalg.norm(to_ball, axis=1, keepdims=True), 1e-12, None)
     cues["observer_faces_ball"] = (fwd * to_ball).sum(1)
+    cues["lens_ball_angle"] = lens_ball_angle(k, w2c, obs, fwd, ball, lens_offset(df))
     if all(c in df for c in BOUNDS_COLUMNS):
         blo, bhi = object_image_box(df, k, w2c)
         between = segment_hits_box(uv_o, uv_b, blo, bhi).astype(float)
@@ -416,7 +448,10 @@ RULES = {
     "vpt": [("object_not_between_props", "object_between", 0.5,
              "object's image box not between the props -> visible"),
             ("props_far_apart_3d", "prop_distance", None, "props far apart (3D) -> not visible"),
-            ("props_far_apart_screen", "screen_separation", None, "props far apart in the image -> not visible")],
+            ("props_far_apart_screen", "screen_separation", None, "props far apart in the image -> not visible"),
+            # issue 35: N fitted on train (the threshold), as every rule here
+            ("lens_points_at_ball_2d", "lens_ball_angle", None,
+             "the observer's lens axis points within N degrees of the ball in the image -> visible")],
     "depth": [("ball_higher_in_image", "height_diff", None, "ball higher in the image than the camera -> ball further"),
               ("observer_faces_viewer", "observer_faces_viewer", None, "observer faces the viewer -> ball further"),
               ("ball_looks_smaller", "projected_size_ratio", None, "ball small in the image relative to the camera -> further")],
@@ -535,6 +570,7 @@ CUE_TEXT = {
     "pixel_ratio": "rendered pixels ball / observer",
     "observer_faces_viewer": "cosine between observer's facing direction and the direction to the viewer",
     "observer_faces_ball": "cosine between observer's facing direction and the direction to the ball",
+    "lens_ball_angle": "angle in the image between the observer's lens axis and the direction to the ball (deg)",
     "ball_object_distance": "ball's ground distance from the object's centre (m)",
     "observer_object_distance": "observer's ground distance from the object's centre (m)",
     "viewer_distance": "viewer's distance from the object's centre (m)",

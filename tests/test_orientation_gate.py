@@ -1,0 +1,60 @@
+"""The 2D orientation cue of the 3D-PC shortcut audit (issue 35): "the lens axis points within N° of the ball in
+the image → visible" is measured (cue ``lens_ball_angle``), fitted as a rule and gated like the other rules.
+Synthetic metadata and geometry only: no rendering."""
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from test_shortcut_audit import _row, synthetic_meta
+
+from tasks.threedpc.shortcuts import AuditConfig, ShortcutAuditFailed, enforce, failed_gates, shortcut_audit, shortcut_cues
+
+
+def test_lens_ball_angle_is_the_angle_in_the_image_between_lens_axis_and_ball():
+    eye = (0.0, -5.0, 1.0)  # viewer in front; observer at the origin, ball 1.5 m to its right (+x)
+    rows = [_row(eye, (0, 0, 0.1), (1.5, 0, 0.1), yaw=yaw) for yaw in (0.0, 180.0, 90.0, 45.0, -60.0)]
+    ang = shortcut_cues(pd.DataFrame(rows)).lens_ball_angle.to_numpy()
+    assert ang[0] < 1.0            # lens along +x, at the ball
+    assert ang[1] > 179.0          # lens along −x, away from it
+    # facing +y (away from the viewer, into depth): the lens points up the image, ~90° off the ball's direction
+    assert 75.0 < ang[2] < 105.0
+    # 45° into depth: in a view from 5 m away and 1 m up the axis is foreshortened towards the image's vertical
+    # by the camera's elevation only (~11°), so it stays close to the ball's direction
+    assert ang[3] < 20.0
+    # −60°: towards the viewer and right; on the ball's side of the image too, although 60° off it in 3D
+    assert ang[4] < 20.0
+
+
+def _oriented(meta, perfect: bool, seed=0):
+    """``meta`` with the observer facing the ball (visible) or facing exactly away (not visible) when
+    ``perfect``; otherwise every observer faces the ball ± 7°, whatever its label."""
+    rng = np.random.default_rng(seed)
+    to_ball = np.degrees(np.arctan2(meta.ball_y - meta.observer_y, meta.ball_x - meta.observer_x)).to_numpy()
+    jitter = rng.uniform(-7, 7, len(meta))
+    away = (meta.vpt_label == 0).to_numpy() & perfect
+    meta = meta.copy()
+    meta["observer_yaw_deg"] = to_ball + jitter + np.where(away, 180.0, 0.0)
+    return meta
+
+
+def test_orientation_rule_fails_the_gate_when_it_gives_vpt_away_and_passes_when_balanced():
+    cfg = AuditConfig(bootstrap=100)
+    bad = shortcut_audit(_oriented(synthetic_meta(seed=5), perfect=True), None, cfg)
+    rule = bad[(bad.task == "vpt") & (bad.kind == "rule") & (bad.name == "lens_points_at_ball_2d")].iloc[0]
+    assert rule.value > 0.95 and rule.enforced and not rule.passed
+    assert rule.gate_high == cfg.vpt_rule_max
+    assert "N degrees" in rule.description and "threshold" in rule.description  # N fitted on train, reported
+    fails = failed_gates(bad)
+    assert {"lens_points_at_ball_2d", "lens_ball_angle"} <= set(fails[fails.task == "vpt"].name)
+    with pytest.raises(ShortcutAuditFailed, match="lens_points_at_ball_2d"):
+        enforce(bad, "build", cfg)
+
+    good = shortcut_audit(_oriented(synthetic_meta(seed=5), perfect=False), None, cfg)
+    rule = good[(good.task == "vpt") & (good.kind == "rule") & (good.name == "lens_points_at_ball_2d")].iloc[0]
+    assert rule.enforced and rule.passed and rule.value < 0.6
+    auc = good[(good.task == "vpt") & (good.kind == "cue_auc") & (good.name == "lens_ball_angle")].iloc[0]
+    assert auc.enforced and auc.passed
+    assert len(failed_gates(good)) == 0, good[good.passed == False]  # noqa: E712
+    # the cue joins the all-cue regression (it is not part of VPT's definition, unlike observer_faces_ball)
+    assert "lens_ball_angle" in good[(good.task == "vpt") & (good.kind == "cue_logreg")].description.iloc[0]
