@@ -1,6 +1,8 @@
 """The 2D orientation cue of the 3D-PC shortcut audit (issue 35): "the lens axis points within N° of the ball in
-the image → visible" is measured (cue ``lens_ball_angle``), fitted as a rule and gated like the other rules.
+the image → visible" is measured (cue ``lens_ball_angle``), fitted as a rule and gated like the other rules;
+and the facing-away negatives are turned so that it does not give VPT away (``MatchedDesign.away_facing``).
 Synthetic metadata and geometry only: no rendering."""
+import dataclasses
 import math
 
 import numpy as np
@@ -58,3 +60,39 @@ def test_orientation_rule_fails_the_gate_when_it_gives_vpt_away_and_passes_when_
     assert len(failed_gates(good)) == 0, good[good.passed == False]  # noqa: E712
     # the cue joins the all-cue regression (it is not part of VPT's definition, unlike observer_faces_ball)
     assert "lens_ball_angle" in good[(good.task == "vpt") & (good.kind == "cue_logreg")].description.iloc[0]
+
+
+def test_a_facing_away_negative_is_turned_to_point_at_the_ball_in_the_image():
+    """``build.arc_lens_angles`` + ``placement.first_turned_away``, as ``_face_viewer_as_pair`` uses them: the
+    turned observer is ≥ away_min_deg from the target in 3D, the target is out of its view, and its lens points
+    at the ball in the image about as closely as a visible observer's (which the mirrored turn of issue 10 did
+    not: that one points away from it)."""
+    from scenes.props import Observer, Target
+    from scenes.trajectory import OrbitTrajectory
+    from tasks.placement import MatchedDesign, Placement, first_turned_away, in_view
+    from tasks.threedpc.build import arc_lens_angles
+
+    design = MatchedDesign()
+    obs = Observer((0.0, 0.0, 0.4), yaw_deg=4.0)
+    ball = Target((2.0, 0.5, 0.4))
+    pl = Placement(obs, ball)
+    arc = OrbitTrajectory((0.8, 0.2, 0.4), radius=5.0, height=1.5, start_deg=-135.0, sweep_deg=90.0, closed=False)
+    visible = float(arc_lens_angles(arc, pl, np.array([obs.yaw_deg]))[0])
+    assert visible < 10.0
+    yaws = np.arange(0.0, 360.0, 1.0)
+    cost = np.abs(arc_lens_angles(arc, pl, yaws) - visible)
+    turned = first_turned_away(pl, yaws[np.argsort(cost, kind="stable")], design)
+    to_ball = math.degrees(math.atan2(0.5, 2.0))
+    assert abs((turned.observer.yaw_deg - to_ball + 180) % 360 - 180) >= design.away_min_deg
+    assert not in_view(turned.observer, turned.target)
+    got = float(arc_lens_angles(arc, turned, np.array([turned.observer.yaw_deg]))[0])
+    mirrored = 2 * -90.0 - obs.yaw_deg  # mirror about the line of sight from the viewer side (−y)
+    before = float(arc_lens_angles(arc, pl, np.array([mirrored]))[0])
+    assert got < 40.0 and before > 120.0, (got, before)
+    # it is the best of the qualifying yaws (brute force over a finer grid)
+    fine = np.arange(0.0, 360.0, 0.25)
+    sep = np.abs((fine - to_ball + 180) % 360 - 180)
+    ok = np.array([s >= design.away_min_deg and not in_view(dataclasses.replace(obs, yaw_deg=float(y)), ball)
+                   for y, s in zip(fine, sep)])
+    best = np.abs(arc_lens_angles(arc, pl, fine[ok]) - visible).min()
+    assert abs(got - visible) <= best + 1.0

@@ -1,0 +1,253 @@
+"""Validity of the 3D-PC across build configurations (issue 35.4): build a grid, audit each, one table.
+
+    python benchmarks/validity_sweep.py --out <dir> [--only NAME ...] [--no-build] [--workers 2]
+                                        [--doc docs/validity_sweep.md]
+
+A user who rebuilds the 3D-PC with other scenes, more settings or fewer frames must get a dataset whose labels
+still cannot be read off 2D layout, orientation or raw pixels. This command builds the benchmark over a grid of
+build options (:data:`CONFIGS`: scene subsets of the catalogue, settings per scene, frames per trajectory,
+seeds, image size), each in its own folder ``<out>/<name>/`` with ``audit.enforce=false`` (a failing build is
+kept and reported, not lost), runs the shortcut audit of each (``tasks.threedpc.shortcuts.shortcut_audit``
+with the default gates, :class:`AuditConfig`) and writes
+
+* ``<out>/validity_sweep.csv`` — one row per configuration × audit row that has a gate: the figure, its 95% CI,
+  the gate, ``margin`` (distance to the nearer limit; negative = outside), passed, enforced;
+* ``--doc`` (default ``docs/validity_sweep.md``) — the configurations, pass/fail per configuration with its
+  smallest margin, the distribution of every gated figure over the configurations, and the full wide table;
+  with the command line and the date.
+
+Resumable: a configuration whose folder holds ``sweep_build.json`` (written when its build returned) is not
+rebuilt; a build cut short resumes scene by scene (the builder's own resume). The audit is re-run on every
+finished build each time (seconds), so a changed audit or gate re-scores the sweep without rebuilding.
+The grid keeps each build to a few CPU minutes: no VPT-Strategy scenes (the audit does not use them) and
+short trajectories, but at least 40 test placements each so that every gate is enforced
+(``audit.min_placements``). Run long sweeps as ``nohup nice -n 19 ... &``.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import resource
+import shlex
+import sys
+import time
+from pathlib import Path
+
+_here = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
+
+CATEGORIES = ("bench", "car", "chair", "couch", "hydrant", "laptop", "motorcycle", "plant", "suitcase", "umbrella")
+FIRST5, LAST5 = CATEGORIES[:5], CATEGORIES[5:]
+
+# scene subsets of the catalogue: (scenes, scene_splits overrides)
+SUBSETS = {
+    # instance 01 trains, 03 tests, every category (each has one training scene: no validation scene)
+    "all10": ([f"{c}_{i}" for c in CATEGORIES for i in ("01", "03")], {}),
+    # instance 02 trains and 03 tests
+    "all10_02": ([f"{c}_{i}" for c in CATEGORIES for i in ("02", "03")], {}),
+    # half the categories, instances 01-02 train (one becomes val), 03 tests
+    "first5": ([f"{c}_{i}" for c in FIRST5 for i in ("01", "02", "03")], {}),
+    "last5": ([f"{c}_{i}" for c in LAST5 for i in ("01", "02", "03")], {}),
+    # other instances test: 02 → test, 03 → train (splits overridden)
+    "swap": ([f"{c}_{i}" for c in CATEGORIES for i in ("02", "03")],
+             {**{f"{c}_02": "test" for c in CATEGORIES}, **{f"{c}_03": "train" for c in CATEGORIES}}),
+}
+
+
+def _cfg(name, subset, settings=10, frames=4, seed=0, size=256, oov=None):
+    """One configuration; ``oov`` = out_of_view_fraction (None: the builder's default)."""
+    return {"name": name, "subset": subset, "settings": settings, "frames": frames, "seed": seed, "size": size,
+            "oov": oov}
+
+
+# the grid, in build order (the most telling first, so a sweep cut short still says something)
+CONFIGS = [
+    _cfg("base", "all10", settings=10, frames=2),
+    _cfg("first5_s12_f2", "first5", settings=12, frames=2),   # another subset, more settings, fewer frames
+    _cfg("oov40", "all10", settings=10, frames=2, oov=0.4),   # the facing-away share before issue 35
+    _cfg("seed1_s6_f4", "all10", settings=6, frames=4, seed=1),
+    _cfg("last5_s12_f2", "last5", settings=12, frames=2, seed=2),
+    _cfg("swap_s6_f3", "swap", settings=6, frames=3),
+    _cfg("size384_s6_f2", "all10", settings=6, size=384, frames=2, seed=4),
+    _cfg("size192_s6_f3", "all10", settings=6, size=192, frames=3, seed=3),
+    _cfg("all10_02_s8_f2", "all10_02", settings=8, frames=2, seed=6),
+    _cfg("s4_f8", "all10", settings=4, frames=8, seed=5),
+]
+
+
+def overrides(c: dict, folder: Path, workers: int) -> list[str]:
+    """Hydra overrides of ``python -m tasks.threedpc`` for configuration ``c``."""
+    scenes, splits = SUBSETS[c["subset"]]
+    ov = [f"scenes=[{','.join(scenes)}]", f"settings={c['settings']}", f"frames={c['frames']}",
+          f"seed={c['seed']}", f"size={c['size']}", "human_n=8", f"workers={workers}", "audit.enforce=false",
+          f"out={folder}"]
+    if c.get("oov") is not None:
+        ov.append(f"out_of_view_fraction={c['oov']}")
+    if splits:
+        ov.append("scene_splits={" + ",".join(f"{k}:{v}" for k, v in sorted(splits.items())) + "}")
+    return ov
+
+
+def _cpu_seconds() -> float:
+    s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
+
+
+def build_one(c: dict, out: Path, workers: int) -> dict:
+    """Build configuration ``c`` in ``out/<name>`` unless finished; returns its record (sweep_build.json)."""
+    from tasks.threedpc.build import build
+    from tasks.threedpc.config import compose_config
+
+    folder = out / c["name"]
+    done = folder / "sweep_build.json"
+    if done.exists():
+        return json.loads(done.read_text())
+    ov = overrides(c, folder, workers)
+    print(f"[{time.strftime('%H:%M:%S')}] building {c['name']}: {' '.join(shlex.quote(o) for o in ov)}", flush=True)
+    t0, cpu0 = time.time(), _cpu_seconds()
+    build(compose_config(ov), progress=False)
+    rec = {"config": c, "overrides": ov, "wall_s": round(time.time() - t0, 1),
+           "cpu_s": round(_cpu_seconds() - cpu0, 1), "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    from infra.files import atomic_write_text
+
+    atomic_write_text(done, json.dumps(rec, indent=2))
+    print(f"[{time.strftime('%H:%M:%S')}] built {c['name']}: {rec['wall_s']} s wall, {rec['cpu_s']} CPU-s", flush=True)
+    return rec
+
+
+def audit_one(c: dict, out: Path):
+    """The shortcut audit (default gates) of a finished build, as a table with the configuration's columns."""
+    import pandas as pd
+
+    from tasks.threedpc.shortcuts import AuditConfig, shortcut_audit
+
+    folder = out / c["name"]
+    meta = pd.read_parquet(folder / "metadata.parquet")
+    table = shortcut_audit(meta, folder, AuditConfig())
+    table.insert(0, "config", c["name"])
+    return table
+
+
+def gated(table):
+    """The rows of an audit table that have a gate, with ``margin`` = distance to the nearer limit (< 0: outside)."""
+    import numpy as np
+
+    t = table[np.isfinite(table.gate_low.to_numpy(float))].copy()
+    t["margin"] = np.minimum(t.value - t.gate_low, t.gate_high - t.value)
+    return t
+
+
+def markdown(rows, records: dict, argv: list[str]) -> str:
+    """docs/validity_sweep.md from the long table ``rows`` (one row per configuration × gated figure)."""
+    import numpy as np
+
+    names = list(dict.fromkeys(rows.config))
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    cmd = "python benchmarks/validity_sweep.py " + " ".join(shlex.quote(a) for a in argv)
+    lines = ["# 3D-PC validity across build configurations (issue 35.4)", "",
+             f"Generated by `{cmd}` on {now} (`benchmarks/validity_sweep.py`; do not edit by hand). Each configuration "
+             "is a full 3D-PC build (`python -m tasks.threedpc` with the overrides below, `human_n=8`, no VPT-Strategy "
+             "scenes) audited by `tasks/threedpc/shortcuts.py` with the default gates (`AuditConfig`). Single-cue AUCs "
+             "are scored on all of the task's frames; rules and regressions are fitted on the train scenes and scored on "
+             "the held-out test scenes. `margin` = distance of the figure to the nearer limit of its gate (negative: "
+             "outside). A gate is enforced when its figure rests on >= 40 placements.", "",
+             "## Configurations", "",
+             "| config | scene subset | settings | frames | seed | size | out_of_view_fraction (facing-away share of VPT images) | scenes (train/val/test) | test placements | build CPU-s | result | smallest margin (figure) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for n in names:
+        r = rows[rows.config == n]
+        c = records[n]["config"]
+        sub = SUBSETS[c["subset"]][0]
+        counts = records[n].get("splits", {})
+        enforced = r[r.enforced.fillna(False)]
+        fail = enforced[enforced.passed.fillna(True).eq(False)]
+        worst = r.loc[r.margin.idxmin()]
+        tp = int(r[r.scored_on == "test"].n_placements.max())
+        lines.append(f"| {n} | {c['subset']} | {c['settings']} | {c['frames']} | {c['seed']} | {c['size']} | "
+                     f"{records[n]['oov']} ({records[n]['facing_away_share']:.3f}) | "
+                     f"{len(sub)} ({counts.get('train', 0)}/{counts.get('val', 0)}/{counts.get('test', 0)}) | {tp} | "
+                     f"{records[n].get('cpu_s', '')} | {'PASS' if not len(fail) else f'**FAIL** ({len(fail)})'} "
+                     f"| {worst.margin:+.3f} ({worst.task} {worst['name']}) |")
+    lines += ["", "## Every gated figure over the configurations", "",
+              "min / median / max over the configurations, the smallest margin and in which configuration.", "",
+              "| task | kind | figure | gate | min | median | max | smallest margin | where | failures |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+    key = ["task", "kind", "name"]
+    for (task, kind, name), g in rows.groupby(key, sort=False):
+        w = g.loc[g.margin.idxmin()]
+        nfail = int((g.passed.fillna(True).eq(False) & g.enforced.fillna(False)).sum())
+        lines.append(f"| {task} | {kind} | {name} | [{g.gate_low.iloc[0]:.2f}, {g.gate_high.iloc[0]:.2f}] | "
+                     f"{g.value.min():.3f} | {np.median(g.value):.3f} | {g.value.max():.3f} | {w.margin:+.3f} | "
+                     f"{w.config} | {nfail} |")
+    lines += ["", "## Full table (value, margin)", "",
+              "| task | kind | figure | " + " | ".join(names) + " |", "|---|---|---|" + "---|" * len(names)]
+    for (task, kind, name), g in rows.groupby(key, sort=False):
+        cells = []
+        for n in names:
+            x = g[g.config == n]
+            if not len(x):
+                cells.append("")
+                continue
+            x = x.iloc[0]
+            bad = bool(x.passed is False or (x.passed is not None and not x.passed)) if x.passed is not None else False
+            cell = f"{x.value:.3f} ({x.margin:+.3f})"
+            cells.append(f"**{cell}**" if bad else cell)
+        lines.append(f"| {task} | {kind} | {name} | " + " | ".join(cells) + " |")
+    lines += ["", "Bold: outside its gate. Build cost measured on the shared 2-core machine under `nice -n 19` "
+              "(CPU seconds of the build process and its workers).", ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    ap = argparse.ArgumentParser(prog="python benchmarks/validity_sweep.py", description=__doc__.split("\n")[0])
+    ap.add_argument("--out", required=True, help="folder holding one build folder per configuration")
+    ap.add_argument("--only", nargs="*", default=None, help="configuration names (default: all)")
+    ap.add_argument("--no-build", action="store_true", help="only audit the finished builds")
+    ap.add_argument("--workers", type=int, default=2, help="build processes per configuration")
+    ap.add_argument("--doc", default=str(Path(_here).parent / "docs" / "validity_sweep.md"),
+                    help="markdown report to write (default docs/validity_sweep.md)")
+    args = ap.parse_args(argv)
+    known = [c["name"] for c in CONFIGS]
+    if args.only is not None and not set(args.only) <= set(known):
+        print(f"error: --only {sorted(set(args.only) - set(known))}: unknown configuration(s); known: {known}",
+              file=sys.stderr)
+        return 2
+    import pandas as pd
+
+    from infra.files import atomic_write_text, write_table
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    todo = [c for c in CONFIGS if args.only is None or c["name"] in args.only]
+    records, tables = {}, []
+    for c in todo:
+        done = out / c["name"] / "sweep_build.json"
+        if args.no_build and not done.exists():
+            continue
+        records[c["name"]] = build_one(c, out, args.workers)
+    for c in todo:
+        if c["name"] not in records:
+            continue
+        t = audit_one(c, out)
+        meta = pd.read_parquet(out / c["name"] / "metadata.parquet", columns=["scene", "split", "in_vpt", "vpt_reason"])
+        records[c["name"]]["splits"] = meta.drop_duplicates("scene").split.value_counts().to_dict()
+        vpt = meta[meta.in_vpt.fillna(False).astype(bool)]
+        records[c["name"]]["facing_away_share"] = float((vpt.vpt_reason == "out_of_view").mean())
+        records[c["name"]]["oov"] = json.loads((out / c["name"] / "config.json").read_text())["out_of_view_fraction"]
+        tables.append(gated(t))
+        print(f"audited {c['name']}: smallest margin {tables[-1].margin.min():+.3f}", flush=True)
+    if not tables:
+        print("error: no finished build to audit", file=sys.stderr)
+        return 2
+    rows = pd.concat(tables, ignore_index=True)
+    write_table(rows, out / "validity_sweep")
+    atomic_write_text(Path(args.doc), markdown(rows, records, argv))
+    print(f"wrote {out / 'validity_sweep.csv'} and {args.doc}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
