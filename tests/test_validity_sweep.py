@@ -66,7 +66,7 @@ def test_margins_and_the_report_say_which_configuration_fails_and_by_how_much():
     m = rows.set_index(["config", "name"]).margin
     assert m["good", "prop_distance"] == pytest.approx(0.10) and m["good", "lens_points_at_ball_2d"] == pytest.approx(0.05)
     assert m["bad", "prop_distance"] == pytest.approx(-0.05) and m["bad", "lens_points_at_ball_2d"] == pytest.approx(-0.09)
-    base = {"subset": "all10", "settings": 10, "frames": 2, "seed": 0, "size": 256, "oov": None}
+    base = {"subset": "first5_01", "settings": 10, "frames": 2, "seed": 0, "size": 256, "oov": None}
     records = {n: {"config": {**base, "name": n}, "cpu_s": 1.0, "splits": {"train": 10, "test": 10}, "oov": 0.2,
                    "facing_away_share": 0.12} for n in ("good", "bad")}
     md = sweep.markdown(rows, records, ["--out", "x"])
