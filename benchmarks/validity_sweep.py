@@ -74,14 +74,16 @@ def _cfg(name, subset, settings=10, frames=4, seed=0, size=256, oov=None):
 CONFIGS = [
     _cfg("base", "first5_01", settings=8, frames=2),
     _cfg("last5", "last5_01", settings=8, frames=2, seed=1),
+    _cfg("base_f4", "first5_01", settings=8, frames=4),           # base with more frames: same placements
     _cfg("oov40", "first5_01", settings=8, frames=2, oov=0.4),     # the facing-away share before issue 35
+    _cfg("oov40_f4", "first5_01", settings=8, frames=4, oov=0.4),
     _cfg("s12_f2", "first5_02", settings=12, frames=2, seed=2),    # more settings, fewer frames (issue 35)
-    _cfg("f4", "last5_02", settings=8, frames=4, seed=3),
-    _cfg("swap", "first5_swap", settings=8, frames=2, seed=4),
-    _cfg("size384", "last5_01", settings=8, frames=2, size=384, seed=5),
-    _cfg("size192_f3", "first5_01", settings=8, frames=3, size=192, seed=6),
-    _cfg("altA_s10", "altA_01", settings=10, frames=2, seed=7),
-    _cfg("altB_s10", "altB_02", settings=10, frames=2, seed=8),
+    _cfg("f4", "last5_02", settings=10, frames=4, seed=3),
+    _cfg("swap", "first5_swap", settings=10, frames=3, seed=4),
+    _cfg("size384", "last5_01", settings=10, frames=3, size=384, seed=5),
+    _cfg("size192", "first5_01", settings=10, frames=3, size=192, seed=6),
+    _cfg("altA_s10", "altA_01", settings=10, frames=4, seed=7),
+    _cfg("altB_s10", "altB_02", settings=10, frames=4, seed=8),
 ]
 
 
