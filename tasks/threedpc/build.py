@@ -234,11 +234,11 @@ def arc_lens_angles(arc, placement, yaws: np.ndarray) -> np.ndarray:
 
 def _face_viewer_as_pair(cfg, scene, pl, vpt, info, arc, pos_cos, rng, rejected):
     """Settings come in pairs (positive, then its negative). With ``MatchedDesign.away_facing`` "image"
-    (issue 35) the positive's lens-ball angle in the image along its arc (:func:`arc_lens_angles`) is
+    (issue 35; measured, not the default) the positive's lens-ball angle in the image along its arc (:func:`arc_lens_angles`) is
     remembered, and a facing-away negative is turned to the yaw, at least ``away_min_deg`` from its target and
     with the target out of view, whose angle along its own arc is nearest to it: its lens points at the ball
     in the image as the positive's does, and only its facing in depth tells that it cannot see it. With
-    "viewer" (before): the positive's observer-faces-viewer cosine towards its arc's middle viewer position,
+    "viewer" (the default): the positive's observer-faces-viewer cosine towards its arc's middle viewer position,
     and the negative turned (:func:`tasks.placement.turned_to_viewer`) to the same cosine towards its own
     arc's middle (issue 10: observer_faces_viewer AUC 0.63-0.69 without it). Then relabelled. The
     placement-time match (``sample_matched_settings``) can only guess where the viewer will stand; this uses

