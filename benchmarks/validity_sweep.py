@@ -197,6 +197,9 @@ def markdown(rows, records: dict, argv: list[str], orient=None) -> str:
                      f"{records[n].get('cpu_s', '')} | {'PASS' if not len(fail) else f'**FAIL** ({len(fail)})'}"
                      f"{f' ({noise} outside but not enforced)' if noise else ''} "
                      f"| {worst.margin:+.3f} ({worst.task} {worst['name']}) |")
+    missing = [c["name"] for c in CONFIGS if c["name"] not in names]
+    if missing:
+        lines += ["", f"Not built yet (the same command resumes them): {', '.join(missing)}."]
     lines += ["", "## Every gated figure over the configurations", "",
               "min / median / max over the configurations, the smallest margin and in which configuration.", "",
               "| task | kind | figure | gate | min | median | max | smallest margin | where | failures |",
