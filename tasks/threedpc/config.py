@@ -187,7 +187,10 @@ def design_identity() -> dict[str, Any]:
     from ..labels import LABEL_RULE_VERSION
     from ..placement import MatchedDesign
 
-    return {"label_rule_version": LABEL_RULE_VERSION, "matched_design": dataclasses.asdict(MatchedDesign()),
+    matched = dataclasses.asdict(MatchedDesign())
+    if matched.get("away_facing") == "viewer":  # the design before the field existed: older builds still resume
+        matched.pop("away_facing")
+    return {"label_rule_version": LABEL_RULE_VERSION, "matched_design": matched,
             "lens_length": float(props.LENS_LENGTH)}
 
 
