@@ -327,6 +327,17 @@ class MatchedDesign:
         them "outside its view"; the lens, seen foreshortened, should point at the ball in the image too). A
         visible ball is ≥ 23° inside the view, a facing-away one (``away_min_deg``) ≥ 25° outside it.
     away_min_deg: a facing-away observer is turned at least this far from the target (fov/2 + margin).
+    away_facing: how a facing-away negative is turned once its viewer arc is drawn (``build._face_viewer_as_pair``).
+        "viewer" (default, issue 10): to its visible pair's cosine towards the viewer, which mirrors it about
+        the line of sight: its lens points away from the ball in the image (median 166° against 9.5° for
+        visible observers; the audit's 2D orientation rule scores 0.741 on the default build, reported).
+        "image" (issue 35, measured, not the default): to the yaw at least ``away_min_deg`` from the target
+        whose lens axis, seen along its arc (five phases), points at the ball in the image as closely as its
+        pair's does (the audit's ``lens_ball_angle``): it faces away in depth. The 2D rule then passes
+        (0.565-0.578 on sweep builds), but the mirrored observers were what diluted "the observer faces the
+        viewer" for depth (AUC 0.000 on visible and occluded images, where it looks at the ball): without them
+        that AUC fell to 0.006-0.008 (gate 0.10) and a re-turn of the default build's metadata predicts
+        0.100 and an all-cue VPT regression of 0.686 (gate 0.65). See docs/validity_sweep.md.
     pool: candidate geometries drawn per scene (more if too few of a class), match_max: a pair whose
         feature distance (in LAYOUT_SCALES units) exceeds this is not used.
     gap_max: each prop stands up to this far (m) outside the object's bounding circle (observer from 0.15 m,
@@ -364,6 +375,7 @@ class MatchedDesign:
     box_below: float = 0.5
     look_jitter_deg: float = 7.0
     away_min_deg: float = 55.0
+    away_facing: str = "viewer"
     pool: int = 200
     match_max: float = 1.5
     gap_max: float = 0.6
@@ -603,6 +615,14 @@ def turned_to_viewer(placement: Placement, viewer_xyz, cos_target: float, rng: n
     to_tgt = math.degrees(math.atan2(t[1] - o[1], t[0] - o[0]))
     return _first_turned_away(placement, [psi + a, psi - a] if rng.uniform() < 0.5 else [psi - a, psi + a],
                               to_tgt, design.away_min_deg)
+
+
+def first_turned_away(placement: Placement, yaws, design: "MatchedDesign") -> Placement | None:
+    """The placement with the observer turned to the first of ``yaws`` (degrees, in order of preference) that
+    is at least ``design.away_min_deg`` from the target and leaves it out of view; None when none does."""
+    o, t = np.asarray(placement.observer.position, float), placement.target.center
+    to_tgt = math.degrees(math.atan2(t[1] - o[1], t[0] - o[0]))
+    return _first_turned_away(placement, yaws, to_tgt, design.away_min_deg)
 
 
 def _first_turned_away(placement: Placement, yaws, to_tgt: float, away_min_deg: float) -> Placement | None:

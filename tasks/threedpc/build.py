@@ -206,20 +206,59 @@ def scene_placements(cfg: BuildConfig, scene, rng: np.random.Generator) -> tuple
                                    label_fn, cfg.rules, max_tries=cfg.max_placement_tries)
 
 
-def _face_viewer_as_pair(cfg, scene, pl, vpt, info, arc, pos_cos, rng, rejected):
-    """Settings come in pairs (positive, then its negative). The positive's observer-faces-viewer cosine
-    towards its arc's middle viewer position is remembered; a facing-away negative is turned
-    (:func:`tasks.placement.turned_to_viewer`) to the same cosine towards its own arc's middle, then relabelled.
-    The placement-time match (``sample_matched_settings``) can only guess where the viewer will stand; this
-    uses the arc itself (issue 10: observer_faces_viewer AUC 0.63-0.69 without it). Returns (placement, vpt,
-    cosine to remember)."""
-    from ..placement import MatchedDesign, turned_to_viewer, viewer_facing_cos
+ARC_PHASES = (0.0, 0.25, 0.5, 0.75, 1.0)
 
+
+def arc_lens_angles(arc, placement, yaws: np.ndarray) -> np.ndarray:
+    """Mean over the viewer positions ``ARC_PHASES`` of ``arc`` (each looking at the props' midpoint, as the
+    framed frames do; the angle does not depend on the zoom) of the audit's ``lens_ball_angle`` (degrees) with
+    the observer turned to each of ``yaws`` (degrees, level): (len(yaws),)."""
+    from scenes.camera import Camera
+
+    from .shortcuts import _forward, lens_ball_angle
+
+    aim = props_aim(placement)
+    base = Camera.from_fov(64, 64, 60.0)
+    cams = [base.looking_at(arc.eye(s), aim) for s in ARC_PHASES]
+    n, m = len(yaws), len(cams)
+    k = np.repeat([[c.fx, c.fy, c.cx, c.cy] for c in cams], n, axis=0)
+    w2c = np.repeat(np.stack([c.w2c for c in cams]), n, axis=0)
+    y = np.tile(np.asarray(yaws, float), m)
+    fwd = _forward(y, np.full(len(y), placement.observer.pitch_deg))
+    obs = np.broadcast_to(np.asarray(placement.observer.position, float), (n * m, 3))
+    ball = np.broadcast_to(placement.target.center, (n * m, 3))
+    offset = np.full(n * m, placement.observer._front_offset())
+    ang = lens_ball_angle(k, w2c, obs, fwd, ball, offset).reshape(m, n)
+    return np.nanmean(np.where(np.isfinite(ang), ang, 90.0), axis=0)
+
+
+def _face_viewer_as_pair(cfg, scene, pl, vpt, info, arc, pos_cos, rng, rejected):
+    """Settings come in pairs (positive, then its negative). With ``MatchedDesign.away_facing`` "image"
+    (issue 35; measured, not the default) the positive's lens-ball angle in the image along its arc (:func:`arc_lens_angles`) is
+    remembered, and a facing-away negative is turned to the yaw, at least ``away_min_deg`` from its target and
+    with the target out of view, whose angle along its own arc is nearest to it: its lens points at the ball
+    in the image as the positive's does, and only its facing in depth tells that it cannot see it. With
+    "viewer" (the default): the positive's observer-faces-viewer cosine towards its arc's middle viewer position,
+    and the negative turned (:func:`tasks.placement.turned_to_viewer`) to the same cosine towards its own
+    arc's middle (issue 10: observer_faces_viewer AUC 0.63-0.69 without it). Then relabelled. The
+    placement-time match (``sample_matched_settings``) can only guess where the viewer will stand; this uses
+    the arc itself. Returns (placement, vpt, the positive's angle or cosine to remember)."""
+    from ..placement import MatchedDesign, first_turned_away, turned_to_viewer, viewer_facing_cos
+
+    design = MatchedDesign()
     mid = arc.eye(0.5)
+    image = design.away_facing == "image"
     if info.get("pair_role") == "positive":
+        if image:
+            return pl, vpt, float(arc_lens_angles(arc, pl, np.array([pl.observer.yaw_deg]))[0])
         return pl, vpt, viewer_facing_cos(pl, mid)
     if info.get("pair_role") == "out_of_view" and pos_cos is not None:
-        turned = turned_to_viewer(pl, mid, pos_cos, rng, MatchedDesign())
+        if image:  # pos_cos holds the positive's mean lens-ball angle in the image (degrees)
+            yaws = np.arange(0.0, 360.0, 1.0)
+            cost = np.abs(arc_lens_angles(arc, pl, yaws) - pos_cos)
+            turned = first_turned_away(pl, yaws[np.argsort(cost, kind="stable")], design)
+        else:
+            turned = turned_to_viewer(pl, mid, pos_cos, rng, design)
         if turned is None:
             rejected["face_viewer_unmatched"] = rejected.get("face_viewer_unmatched", 0) + 1
             return pl, vpt, None

@@ -24,7 +24,12 @@ class BuildConfig:
         ``scene_splits`` maps each to train / test /
         strategy; catalogue names default to instance 01-02 → train, 03 → test, 04 → strategy.
     settings: placements per basic-task scene (half VPT-visible, half not).
-    out_of_view_fraction: share of the not-visible settings made by facing away instead of occlusion.
+    out_of_view_fraction: share of the not-visible settings made by facing away instead of occlusion (rounded
+        per scene: ``round(settings / 2 × fraction)``). Issue 35: 0.2 with the facing-away observers turned
+        in depth (``MatchedDesign.away_facing``) took the depth audit's observer_faces_viewer AUC to
+        0.006-0.008 (gate 0.10) on 2-frame sweep builds: on VPT-visible and occluded images the observer
+        looks at the ball, so its facing gives the depth order exactly (AUC 0.000 on today's default build),
+        and only the facing-away images dilute it.
     frames, size: frames per viewer trajectory, image size (pixels).
     arc_deg, radius_jitter, height_jitter: the viewer arc around the object (degrees swept; relative
         radius and absolute height (m) offsets from the reference trajectory).
@@ -182,7 +187,10 @@ def design_identity() -> dict[str, Any]:
     from ..labels import LABEL_RULE_VERSION
     from ..placement import MatchedDesign
 
-    return {"label_rule_version": LABEL_RULE_VERSION, "matched_design": dataclasses.asdict(MatchedDesign()),
+    matched = dataclasses.asdict(MatchedDesign())
+    if matched.get("away_facing") == "viewer":  # the design before the field existed: older builds still resume
+        matched.pop("away_facing")
+    return {"label_rule_version": LABEL_RULE_VERSION, "matched_design": matched,
             "lens_length": float(props.LENS_LENGTH)}
 
 

@@ -1,0 +1,98 @@
+"""benchmarks/validity_sweep.py (issue 35.4): its grid composes into valid build configs, its table measures the
+margin to every gate, its report says pass/fail per configuration; no build (seconds)."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import validity_sweep as sweep  # noqa: E402
+
+from tasks.threedpc.shortcuts import AUDIT_DTYPES  # noqa: E402
+
+
+def test_every_configuration_is_a_valid_build_with_enough_test_placements_for_enforced_gates(tmp_path):
+    from tasks.threedpc.config import compose_config
+    from tasks.threedpc.shortcuts import AuditConfig
+
+    names = [c["name"] for c in sweep.CONFIGS]
+    assert len(names) == len(set(names)) and 8 <= len(names) <= 12
+    varied = {k: {str(c[k]) for c in sweep.CONFIGS} for k in ("subset", "settings", "frames", "seed", "size")}
+    assert all(len(v) >= 3 for v in varied.values()), varied  # every option takes at least three values
+    for c in sweep.CONFIGS:
+        cfg = compose_config(sweep.overrides(c, tmp_path / c["name"], 2))
+        assert cfg.settings == c["settings"] and cfg.frames == c["frames"] and cfg.size == c["size"]
+        assert not cfg.audit.enforce  # a failing build is kept and reported
+        splits = [cfg.split_of(s) for s in cfg.scenes]
+        assert "strategy" not in splits  # the audit does not use VPT-Strategy scenes
+        # every gate can be enforced: at least min_placements test placements (before frames are dropped)
+        assert splits.count("test") * cfg.settings >= AuditConfig().min_placements, c["name"]
+        if c["oov"] is not None:
+            assert cfg.out_of_view_fraction == c["oov"]
+
+
+def _table(values: dict) -> pd.DataFrame:
+    rows = []
+    for (task, kind, name), (v, lo, hi, n) in values.items():
+        rows.append({"task": task, "kind": kind, "name": name, "value": v, "ci_low": v - 0.05, "ci_high": v + 0.05,
+                     "n_train": 100, "n_test": 100, "n_placements": n, "scored_on": "test" if kind != "cue_auc" else "all",
+                     "gate_low": lo, "gate_high": hi, "passed": None if np.isnan(lo) else bool(lo <= v <= hi),
+                     "enforced": bool(not np.isnan(lo) and n >= 40), "description": ""})
+    return pd.DataFrame(rows).astype(AUDIT_DTYPES)
+
+
+def test_margins_and_the_report_say_which_configuration_fails_and_by_how_much():
+    nan = float("nan")
+    ok = _table({("vpt", "cue_auc", "prop_distance"): (0.55, 0.35, 0.65, 100),
+                 ("vpt", "rule", "lens_points_at_ball_2d"): (0.60, 0.0, 0.65, 50),
+                 ("vpt", "pixel_logreg", "pixels"): (0.50, 0.43, 0.57, 50),
+                 ("vpt", "shuffled_control", "pixels_shuffled_labels"): (0.5, nan, nan, 50)})
+    bad = _table({("vpt", "cue_auc", "prop_distance"): (0.30, 0.35, 0.65, 100),
+                  ("vpt", "rule", "lens_points_at_ball_2d"): (0.74, 0.0, 0.65, 50),
+                  ("vpt", "pixel_logreg", "pixels"): (0.58, 0.43, 0.57, 20),  # outside, but not enforced
+                  ("vpt", "shuffled_control", "pixels_shuffled_labels"): (0.5, nan, nan, 50)})
+    rows = []
+    for name, t in (("good", ok), ("bad", bad)):
+        g = sweep.gated(t)
+        assert "shuffled_control" not in set(g.kind)  # reported only: no gate, no margin
+        g.insert(0, "config", name)
+        rows.append(g)
+    rows = pd.concat(rows, ignore_index=True)
+    m = rows.set_index(["config", "name"]).margin
+    assert m["good", "prop_distance"] == pytest.approx(0.10) and m["good", "lens_points_at_ball_2d"] == pytest.approx(0.05)
+    assert m["bad", "prop_distance"] == pytest.approx(-0.05) and m["bad", "lens_points_at_ball_2d"] == pytest.approx(-0.09)
+    base = {"subset": "first5_01", "settings": 10, "frames": 2, "seed": 0, "size": 256, "oov": None}
+    records = {n: {"config": {**base, "name": n}, "cpu_s": 1.0, "splits": {"train": 10, "test": 10}, "oov": 0.2,
+                   "facing_away_share": 0.12} for n in ("good", "bad")}
+    md = sweep.markdown(rows, records, ["--out", "x"])
+    lines = md.splitlines()
+    good = next(x for x in lines if x.startswith("| good |"))
+    bad_line = next(x for x in lines if x.startswith("| bad |"))
+    assert "PASS" in good and "+0.050 (vpt lens_points_at_ball_2d)" in good
+    assert "**FAIL** (2) (1 outside but not enforced)" in bad_line and "-0.090 (vpt lens_points_at_ball_2d)" in bad_line  # the pixel row: not enforced
+    dist = next(x for x in lines if x.startswith("| vpt | rule | lens_points_at_ball_2d |"))
+    assert "| 0.600 | 0.670 | 0.740 | -0.090 | bad | 1 |" in dist
+    assert "python benchmarks/validity_sweep.py --out x" in md
+
+
+def test_unknown_configuration_is_refused_with_one_error_line(tmp_path):
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "validity_sweep.py"), "--out", str(tmp_path),
+                        "--only", "nope"], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 2 and r.stderr.startswith("error: --only ['nope']") and len(r.stderr.splitlines()) == 1
+
+
+def test_a_finished_build_is_not_rebuilt(tmp_path, monkeypatch):
+    c = sweep.CONFIGS[0]
+    (tmp_path / c["name"]).mkdir()
+    rec = {"config": c, "wall_s": 1.0, "cpu_s": 2.0}
+    (tmp_path / c["name"] / "sweep_build.json").write_text(json.dumps(rec))
+    import importlib
+
+    build = importlib.import_module("tasks.threedpc.build")
+    monkeypatch.setattr(build, "build", lambda *a, **k: pytest.fail("rebuilt a finished configuration"))
+    assert sweep.build_one(c, tmp_path, 1) == rec
