@@ -28,6 +28,7 @@ COMMANDS = {
     "tasks.threedpc": ["out=", "seed=", "style.observer_size=", "rules.vpt_visible_min="],
     "tasks.threedpc.sheet": ["build=(required)", "task=vpt", "(one of depth, vpt)", "n=40", "blind=false"],
     "tasks.threedpc.shortcuts": ["build=(required)", "no_images=false"],
+    "eval.results_3dpc": ["run", "cost", "page"],
     "eval": ["probe", "finetune", "stats", "zoo", "report", "ood", "decoder", "similarity", "diffusion", "vlm"],
     "eval probe": ["model=(required)", "task=(required)", "probe.epochs=50", "(>= 1)", "probe.dropout="],
     "eval finetune": ["model=(required)", "finetune.epochs=", "finetune.lr="],
