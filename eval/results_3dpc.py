@@ -39,7 +39,6 @@ import argparse
 import contextlib
 import copy
 import json
-import logging
 import os
 import resource
 import sys
@@ -56,7 +55,12 @@ from tasks import schema as S
 from .results_3dpc_page import COST_COLUMNS, COST_KIND, DEVIATIONS, PLAN, read_cost, write_page  # noqa: F401 (re-exported)
 from .runner import Method, SeedResult, run_method
 
-log = logging.getLogger(__name__)
+
+
+def _warn(msg: str) -> None:
+    """One ``warning:`` line on the current stderr (resolved at call time, not bound to a stream by logging
+    configuration made elsewhere in the process)."""
+    print(f"warning: {msg}", file=sys.stderr, flush=True)
 
 TARGETS = ("depth", "vpt", "vpt_strategy")  # probe targets of the pooled features
 LAYER_TARGETS = ("depth", "vpt")
@@ -243,7 +247,7 @@ def item_table(build) -> pd.DataFrame:
         cues["image_aim_deg"] = np.degrees(np.arccos(np.clip(cos, -1, 1)))
     except (KeyError, AttributeError) as e:  # a build without camera or prop columns (e.g. a minimal fixture),
         # or a shortcut module whose helpers changed: the page's cue table is then left out, the runs go on
-        log.warning("no shortcut cues for %s: %s: %s", build, type(e).__name__, e)
+        _warn(f"no shortcut cues for {build}: {type(e).__name__}: {e}")
         cues = pd.DataFrame(index=md.index)
     return pd.concat([out, cues.add_prefix("cue_")], axis=1)
 
@@ -554,7 +558,7 @@ class _Tuner:
         loaded, task, obs = self.load(job.observer), self.tasks[job.target], Observer.parse(job.observer)
         with run_lock(self.results, rid) as mine:
             if not mine:  # another invocation is training this run: leave it to it, go on with the plan
-                log.warning("fine-tuning run %s is being trained by another process; skipped", rid)
+                _warn(f"fine-tuning run {rid} is being trained by another process; skipped")
                 return "busy"
             before = _epochs_done(self.results, rid)
             with Clock() as c:
@@ -581,7 +585,7 @@ class _Tuner:
         for seed in self.cfg.finetune_seeds:
             rid = self.rid(Job("finetune", job.observer, "vpt", "finetuned", seed))
             if not run_done(self.results, rid):  # trained by another invocation (run_lock): a later run tests it
-                log.warning("fine-tuning run %s is not finished; its VPT-Strategy test waits for a later run", rid)
+                _warn(f"fine-tuning run {rid} is not finished; its VPT-Strategy test waits for a later run")
                 return 0
             sources[seed] = (rid, pd.read_parquet(part_path(self.results, "summary", rid)).iloc[0].to_dict())
         strat = self.tasks["vpt_strategy"]
@@ -837,5 +841,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    logging.basicConfig(level=os.environ.get("VANTAGE_LOG", "WARNING"))
     main(sys.argv[1:])

@@ -441,6 +441,8 @@ def _expected(module: str, args: list[str]) -> tuple[str, str | None]:
     if module == "eval":
         return {"probe": "model", "finetune": "model", "diffusion": "run DiffusionMethod", "vlm": "run VLMMethod",
                 "stats": "stats", "report": "report", "zoo": "finished"}[args[0]], None
+    if module == "eval.results_3dpc":  # run: its first probe loads a model (stubbed); page: from that folder
+        return ("model" if args[0] == "run" else "finished"), None
     if module == "experiment":
         return ("serve", None) if args[0] == "serve" else ("finished", "out/results/humans")  # (no participants yet)
     files = {"scenes.export": kv.get("out"), "render.gallery": args[0] if args else None,
