@@ -354,6 +354,10 @@ def verdicts(acc: pd.DataFrame, tests: pd.DataFrame, planned=()) -> pd.DataFrame
     def near_chance(r):
         return bool(r["ci_low"] <= CHANCE <= r["ci_high"]) or r["accuracy"] <= PAPER[("3dpc/vpt", "probe")].value
 
+    def greater(t) -> str:
+        """'yes' when a paired sign-flip test ``t`` has the paper's sign and p < ALPHA."""
+        return "yes" if t["mean_difference"] > 0 and t["p_value"] < ALPHA else "no"
+
     def add(claim, obs, holds, evidence):
         rows.append({"claim": claim, "observer": obs, "holds": holds, "evidence": evidence})
 
@@ -364,8 +368,7 @@ def verdicts(acc: pd.DataFrame, tests: pd.DataFrame, planned=()) -> pd.DataFrame
         if d is None or v is None or t is None:
             add("probe: depth ≫ VPT-basic", obs, NOT_RUN, "")
         else:
-            ok = t["mean_difference"] > 0 and t["p_value"] < ALPHA
-            add("probe: depth ≫ VPT-basic", obs, "yes" if ok else "no",
+            add("probe: depth ≫ VPT-basic", obs, greater(t),
                 f"depth {cite(d)} vs VPT {cite(v)}; per-placement difference {t['mean_difference']:+.3f}, "
                 f"p {_fmt_p(t['p_value'])} over {t['placements']} placements")
         if v is None:
@@ -378,8 +381,7 @@ def verdicts(acc: pd.DataFrame, tests: pd.DataFrame, planned=()) -> pd.DataFrame
         if t is None or fv is None:
             add("fine-tuning lifts VPT-basic", obs, NOT_RUN, "")
         else:
-            ok = t["mean_difference"] > 0 and t["p_value"] < ALPHA
-            add("fine-tuning lifts VPT-basic", obs, "yes" if ok else "no",
+            add("fine-tuning lifts VPT-basic", obs, greater(t),
                 f"fine-tuned {cite(fv)} vs probe {cite(v)}; difference {t['mean_difference']:+.3f}, "
                 f"p {_fmt_p(t['p_value'])}; humans (paper) {HUMANS['3dpc/vpt']:.3f}")
         s = row("3dpc/vpt_strategy", "finetune", obs)
