@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tasks import schema as S
+from infra import schema as S
 
 TASK_TYPES = ("classification", "regression")
 
@@ -50,7 +50,7 @@ TASK_TYPES = ("classification", "regression")
 @dataclass(frozen=True)
 class DecoderConfig:
     """Settings of the decoders (``python -m eval decoder``: ``decoder.<field>=``), declared and checked with
-    ``tasks.schema`` (errors name ``decoder.<field>``)."""
+    ``infra.schema`` (errors name ``decoder.<field>``)."""
 
     targets: tuple[str, ...] = S.field((), "annotation columns to decode (classification: exactly one)",
                                        check=S.non_empty("at least one annotation column"))

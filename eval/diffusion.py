@@ -57,7 +57,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tasks import schema as S
+from infra import schema as S
 
 from .runner import Method, SeedResult, register_method
 
@@ -78,7 +78,7 @@ LOSSES = ("l2", "l1")
 
 
 class DiffusionError(S.ConfigError):
-    """A diffusion model folder, prompt set or schedule that cannot be used (a :class:`tasks.schema.ConfigError`:
+    """A diffusion model folder, prompt set or schedule that cannot be used (a :class:`infra.schema.ConfigError`:
     settings are checked by the one validator and re-raised as this class)."""
 
 
@@ -86,7 +86,7 @@ class DiffusionError(S.ConfigError):
 class DiffusionConfig:
     """Settings of the diffusion classifier (module docstring). ``keep`` and ``samples`` are the adaptive
     schedule, one entry per stage; ``image_size`` None = the UNet's sample size times the VAE's factor.
-    Declared and checked with ``tasks.schema`` (errors name ``diffusion.<field>``)."""
+    Declared and checked with ``infra.schema`` (errors name ``diffusion.<field>``)."""
 
     prompts: dict | None = S.field(None, "{class name: prompt}; None = 3D-PC paper prompts (vpt, depth) or the template")
     template: str | None = S.field(None, "e.g. 'a photo of a {class}' (quote it on the command line)",

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tasks import schema as S
+from infra import schema as S
 
 from .probe import MONITORS
 from .runner import Method, SeedResult, register_method, run_method
@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class FinetuneConfig:
     """The 3D-PC protocol's fine-tuning (``python -m eval finetune``: ``finetune.<field>=``). Declared and
-    checked with ``tasks.schema`` (errors name ``finetune.<field>``)."""
+    checked with ``infra.schema`` (errors name ``finetune.<field>``)."""
 
     lr: float = S.field(5e-5, "AdamW learning rate", check=S.above(0))
     weight_decay: float = S.field(1e-4, "AdamW weight decay", check=S.at_least(0))

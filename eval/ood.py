@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from infra.registry import Registry
-from tasks import schema as S
+from infra import schema as S
 from tasks.imagenet16 import AGGREGATIONS
 
 from .runner import Method, SeedResult, register_method, run_method
@@ -56,7 +56,7 @@ DECISIONS = ("imagenet16", "imagenet")
 
 @dataclass(frozen=True)
 class OODConfig:
-    """Settings of ``python -m eval ood`` (``ood.<field>=``), declared and checked with ``tasks.schema``."""
+    """Settings of ``python -m eval ood`` (``ood.<field>=``), declared and checked with ``infra.schema``."""
 
     decision: str = S.field("imagenet16", "imagenet16 (16-class forced choice) | imagenet (1000-way, ImageNet "
                             "index labels)", choices=DECISIONS)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from tasks import schema as S
+from infra import schema as S
 
 # method_digest, summary_rows, task_clusters and trial_rows live in the runner now; re-exported for callers
 from .runner import (Method, SeedResult, method_digest, register_method, run_method, summary_rows,  # noqa: F401
@@ -32,7 +32,7 @@ MONITORS = ("val_loss", "val_accuracy")
 @dataclass(frozen=True)
 class ProbeConfig:
     """The 3D-PC protocol's linear probe (``python -m eval probe``: ``probe.<field>=``). Declared and checked
-    with ``tasks.schema`` (errors name ``probe.<field>``)."""
+    with ``infra.schema`` (errors name ``probe.<field>``)."""
 
     lr: float = S.field(5e-4, "AdamW learning rate", check=S.above(0))
     weight_decay: float = S.field(1e-4, "AdamW weight decay", check=S.at_least(0))

@@ -50,7 +50,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tasks import schema as S
+from infra import schema as S
 
 from .results_3dpc_page import COST_COLUMNS, COST_KIND, DEVIATIONS, PLAN, read_cost, write_page  # noqa: F401 (re-exported)
 from .runner import Method, SeedResult, run_method

@@ -48,7 +48,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from tasks import schema as S
+from infra import schema as S
 
 METRICS = ("cosine", "euclidean")
 
@@ -56,7 +56,7 @@ METRICS = ("cosine", "euclidean")
 @dataclass(frozen=True)
 class SimilarityConfig:
     """Settings of ``python -m eval similarity`` (``similarity.<field>=``), declared and checked with
-    ``tasks.schema``."""
+    ``infra.schema``."""
 
     reference: str = S.field("", "the reference level of `factor`",
                              check=(lambda v: bool(str(v)), "the reference level of the factor, e.g. "

@@ -15,7 +15,7 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field, fields, replace
 
-from tasks import schema as S
+from infra import schema as S
 
 # Key names are DOM ``KeyboardEvent.key`` values, so the browser and the server agree on them.
 ALLOWED_KEYS = ("ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", " ") + tuple("abcdefghijklmnopqrstuvwxyz") \
@@ -23,7 +23,7 @@ ALLOWED_KEYS = ("ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", " ") + tuple(
 
 
 class DesignError(S.ConfigError):
-    """A design field with a value that cannot be used (a :class:`tasks.schema.ConfigError`)."""
+    """A design field with a value that cannot be used (a :class:`infra.schema.ConfigError`)."""
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ def design_from_config(cfg) -> Design:
     base.update(c)
     c = base
     declared = [f.name for f in fields(Design) if "help" in f.metadata]  # the settings made with S.field
-    try:  # the one validator (tasks.schema), on the defaults with the declared settings replaced
+    try:  # the one validator (infra.schema), on the defaults with the declared settings replaced
         S.validate_section(replace(Design(), **{k: c[k] for k in declared}), "design")
     except S.ConfigError as e:
         raise DesignError(str(e)) from None

@@ -26,7 +26,7 @@ import numpy as np
 
 from scenes.props import cross3
 
-from .schema import ConfigError, field, validate_config
+from infra.schema import ConfigError, field, validate_config
 
 LABEL_RULE_VERSION = "3.2"
 

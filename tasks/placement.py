@@ -32,7 +32,7 @@ import numpy as np
 from scenes.props import GREEN, RED, SUPPORT_COLORS, Observer, Support, Target
 
 from .labels import LabelRules, aperture_label, in_view
-from .schema import field, make_section, store_structured
+from infra.schema import field, make_section, store_structured
 
 OUTCOMES = ("visible", "occluded", "out_of_view")
 OUTCOME_LABELS = {"visible": (1, "visible"), "occluded": (0, "occluded"), "out_of_view": (0, "out_of_view")}
@@ -75,7 +75,7 @@ class Placement:
 class PropStyle:
     """Sizes (m), colours and shapes of the props; the defaults are the 3D-PC's green camera and red ball.
 
-    Checked where it is read from a configuration (``tasks.schema.make_section``: ``style.…``,
+    Checked where it is read from a configuration (``infra.schema.make_section``: ``style.…``,
     ``props.style.…``), not in ``__post_init__``: the builder derives per-placement styles by scaling the
     sizes (``tasks.threedpc.build.sized_style``), which may leave the configured range."""
 

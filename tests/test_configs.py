@@ -97,18 +97,18 @@ def test_structured_config_groups_are_their_dataclasses():
 
 
 def test_preset_and_section_checks_come_from_the_field_declarations():
-    """The build's own ranges and the prop style's live in their fields' metadata (tasks.schema.field), checked
+    """The build's own ranges and the prop style's live in their fields' metadata (infra.schema.field), checked
     by the one validator with the dotted key in the message."""
     import pytest
 
     from tasks.placement import PropStyle
-    from tasks.schema import ConfigError, make_section
+    from infra.schema import ConfigError, make_section
     from tasks.threedpc.config import BuildConfig
 
     undeclared = {"scenes", "out", "scene_splits", "scene_frames", "style", "rules", "audit"}  # required, or sections / pairs
     for cls, skip in ((PropStyle, set()), (BuildConfig, undeclared)):
         missing = [f.name for f in dataclasses.fields(cls) if f.name not in skip and not f.metadata.get("help")]
-        assert not missing, f"{cls.__name__}: fields not declared with tasks.schema.field: {missing}"
+        assert not missing, f"{cls.__name__}: fields not declared with infra.schema.field: {missing}"
     with pytest.raises(ConfigError, match=r"style\.target_color=\(1, 0\) must have 3 values"):
         make_section(PropStyle, {"target_color": (1, 0)}, "style")
     with pytest.raises(ConfigError, match=r"style\.observer_fov_deg=200 is out of range \[1, 170\]"):
@@ -161,7 +161,7 @@ def test_one_config_error_and_one_validator_for_every_tasks_config():
     import pytest
 
     from tasks.labels import LabelRules
-    from tasks.schema import ConfigError
+    from infra.schema import ConfigError
     from tasks.stimuli.registry import ConfigError as StimuliConfigError
     from tasks.threedpc import ConfigError as BuildConfigError
     from tasks.threedpc.shortcuts import AuditConfig
@@ -180,7 +180,7 @@ def test_one_config_error_and_one_validator_for_every_tasks_config():
 
 def test_eval_and_experiment_settings_use_the_one_validator():
     """Issue 21.3: the evaluation methods' settings and the experiment design are declared with
-    tasks.schema.field and checked by tasks.schema (one ConfigError naming ``<section>.<field>``)."""
+    infra.schema.field and checked by infra.schema (one ConfigError naming ``<section>.<field>``)."""
     import pytest
 
     from eval.decoders import DecoderConfig
@@ -191,7 +191,7 @@ def test_eval_and_experiment_settings_use_the_one_validator():
     from eval.similarity import SimilarityConfig
     from eval.vlm.run import RequestSettings, VLMConfig
     from experiment.design import Design, design_from_config
-    from tasks.schema import ConfigError
+    from infra.schema import ConfigError
 
     cases = [(ProbeConfig, {}, "probe", "n_boot"), (FinetuneConfig, {}, "finetune", "n_boot"),
              (OODConfig, {}, "ood", "n_boot"), (DecoderConfig, {"targets": ("y",)}, "decoder", "n_boot"),

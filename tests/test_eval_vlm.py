@@ -278,7 +278,7 @@ def test_gemini_reply_without_candidates_is_retried_never_cached_as_a_refusal(ta
 def test_every_temperature_and_best_of_checked_before_the_first_run(task, keys, tmp_path):
     """Issue 34.12: temperatures=[0.0, 9.0] ran (and wrote) the t=0 run before rejecting 9.0; best_of=0 was
     accepted. Both are errors now before any request or file."""
-    from tasks.schema import ConfigError
+    from infra.schema import ConfigError
 
     with FakeVLMServer() as srv:
         for temps in ([0.0, 9.0], [], "0.3"):

@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tasks import schema as S
+from infra import schema as S
 
 from ..runner import Method, SeedResult, register_method
 from .cache import ResponseCache, request_key, request_key_fields
@@ -52,7 +52,7 @@ PAPER_TEMPERATURES = tuple(round(0.1 * i, 1) for i in range(8))  # 0.0 ... 0.7
 
 @dataclass(frozen=True)
 class VLMConfig:
-    """What determines the replies (all of it in the run's digest). Declared and checked with ``tasks.schema``
+    """What determines the replies (all of it in the run's digest). Declared and checked with ``infra.schema``
     (errors name ``vlm.<field>``)."""
 
     prompt_set: str = S.field("auto", "auto (= 3dpc_camera for 3D-PC tasks) | 3dpc_camera | 3dpc_paper")
@@ -81,7 +81,7 @@ class VLMConfig:
 
 @dataclass(frozen=True)
 class RequestSettings:
-    """How requests are sent (not in the digest: they do not change a reply). Checked with ``tasks.schema``
+    """How requests are sent (not in the digest: they do not change a reply). Checked with ``infra.schema``
     (errors name ``requests.<field>``)."""
 
     base_url: str | None = S.field(None, "the provider's server address (None = the SDK's default)")

@@ -30,7 +30,7 @@ from typing import Any
 
 from infra.registry import Registry, suggest
 
-from ..schema import ConfigError, field, validate_config  # noqa: F401  (re-exported: the generators' one schema)
+from infra.schema import ConfigError, field, validate_config  # noqa: F401  (re-exported: the generators' one schema)
 
 
 @dataclasses.dataclass(frozen=True)

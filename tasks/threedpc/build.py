@@ -29,7 +29,7 @@ import numpy as np
 from ..labels import aperture_label, label_frame, raycast_visible_fraction, vpt_label
 from ..placement import (CompositeOccluders, Placement, PlacementError, PropStyle, make_props, sample_matched_settings,
                          sample_placement, staged_scene)
-from ..schema import validate_config, validate_section
+from infra.schema import validate_config, validate_section
 from .config import BuildConfig, ConfigError
 from .layout import LABELS_FILE, VIEWS, load_build_scene, scene_dir, scene_dir_of, scene_rng  # noqa: F401 (re-exported)
 from .shortcuts import object_bounds_columns
@@ -682,7 +682,7 @@ def job_order(cfg: BuildConfig, names) -> list[str]:
 
 def preflight(cfg: BuildConfig) -> None:
     """Everything that could fail mid-build, checked before anything is rendered or stamped: every declared
-    field of the config and its sections (``tasks.schema``; a config made in Python need not have come through
+    field of the config and its sections (``infra.schema``; a config made in Python need not have come through
     ``config_from_dict``) and every scene (each scene file is loaded). Raises :class:`ConfigError` naming the
     field and value."""
     from scenes.catalogue import parse_name

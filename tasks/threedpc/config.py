@@ -8,7 +8,7 @@ from typing import Any
 
 from ..labels import LabelRules
 from ..placement import DESIGNS, PropStyle
-from ..schema import ConfigError, field, make_section, store_structured, validate_config
+from infra.schema import ConfigError, field, make_section, store_structured, validate_config
 from .shortcuts import AuditConfig
 
 SPLITS = ("train", "val", "test", "strategy")
@@ -282,7 +282,7 @@ def config_from_dict(d: dict) -> BuildConfig:
 
 def validate(cfg: BuildConfig) -> None:
     """Fail fast, before rendering, with what is wrong and how to fix it: every field's declared type, choices
-    and range (``tasks.schema.validate_config``), then the rules between fields and the scenes."""
+    and range (``infra.schema.validate_config``), then the rules between fields and the scenes."""
     # first: the seed chooses the validation scenes (split_of), which the checks below use
     validate_config(cfg)
     from scenes.catalogue import parse_name

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..schema import ConfigError, field, validate_config
+from infra.schema import ConfigError, field, validate_config
 
 TASKS = {"vpt": ("in_vpt", "vpt_label"), "depth": ("in_depth", "depth_label")}
 BOUNDS_COLUMNS = tuple(f"object_{e}_{a}" for e in ("lo", "hi") for a in "xyz")
