@@ -1,12 +1,18 @@
 """The 3D-PC paper's findings with real models (issue 35): one resumable experiment on a 3D-PC build, and the
 results page generated from its results folder.
 
-    python -m eval.results_3dpc run  --build out/3dpc --results out/results_3dpc      # resumable
-    python -m eval.results_3dpc cost --build out/3dpc --results out/results_3dpc      # one fine-tuning epoch, timed
-    python -m eval.results_3dpc page --results out/results_3dpc --out docs/results.md # figures in docs/img/
+    python -m eval.results_3dpc run  build=out/3dpc results=out/results_3dpc       # resumable
+    python -m eval.results_3dpc cost build=out/3dpc results=out/results_3dpc       # one fine-tuning epoch, timed
+    python -m eval.results_3dpc page results=out/results_3dpc out=docs/results.md  # figures in docs/img/
+
+Settings are ``key=value`` (``infra.cli``; ``python -m eval.results_3dpc <command> --help`` lists them: e.g.
+``steps=probe,layers``, ``observers=[timm:tf_efficientnet_lite0@random]``, ``progress=false``). The first
+release's ``--build out/3dpc --steps probe,layers --no-progress`` spellings still work, with a warning, until
+the next release. Run ids depend only on the plan's settings (:class:`ExperimentConfig`), not on how they were
+spelled: a results folder written with the old spellings is resumed by the new ones.
 
 ``run`` does, for the default plan (every step skips what the results folder already holds, so a run can be
-interrupted and split over sessions; ``--epochs-per-invocation`` pauses fine-tuning after that many epochs):
+interrupted and split over sessions; ``epochs_per_invocation=N`` pauses fine-tuning after that many epochs):
 
 1. **Embeddings** of every image of the build, once per observer (EfficientNet-Lite0 and -Lite2 with their
    ImageNet weights from pip packages, and a random-weight control of each), with the spatial mean of every
@@ -35,7 +41,6 @@ page).
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import copy
 import json
@@ -51,6 +56,7 @@ import numpy as np
 import pandas as pd
 
 from infra import schema as S
+from infra.cli import REQUIRED
 
 from .results_3dpc_page import COST_COLUMNS, COST_KIND, DEVIATIONS, PLAN, read_cost, write_page  # noqa: F401 (re-exported)
 from .runner import Method, SeedResult, run_method
@@ -99,7 +105,7 @@ class Observer:
 
 @dataclass(frozen=True)
 class ExperimentConfig:
-    """The plan of ``python -m eval.results_3dpc run`` (``--<field>`` on the command line)."""
+    """The plan of ``python -m eval.results_3dpc run`` (``<field>=`` on the command line; :class:`RunOptions`)."""
 
     observers: tuple[str, ...] = S.field(DEFAULT_OBSERVERS, "models probed: '<model id>' or '<model id>@random'",
                                          check=S.non_empty("at least one observer"))
@@ -113,20 +119,20 @@ class ExperimentConfig:
                                      check=S.at_least(0))
     finetune_workers: int = S.field(1, "fine-tuning data-loader processes", check=S.at_least(0))
     finetune_frames: int | None = S.field(8, "frames per placement kept in the fine-tuning train and validation "
-                                          "splits, evenly spaced along each trajectory (None: all)")
-    epochs_per_invocation: int | None = S.field(None, "fine-tuning epochs per invocation (None: to the end)")
+                                          "splits, evenly spaced along each trajectory (null: all)")
+    epochs_per_invocation: int | None = S.field(None, "fine-tuning epochs per invocation (null: to the end)")
     n_boot: int = S.field(10_000, "bootstrap resamples of the per-run CIs", check=S.at_least(100))
     batch_size: int = S.field(64, "images per extraction batch", check=S.at_least(1))
-    cache_dir: str | None = S.field(None, "embedding cache (None: $VANTAGE_CACHE or ~/.cache/vantage)")
+    cache_dir: str | None = S.field(None, "embedding cache (null: $VANTAGE_CACHE or ~/.cache/vantage)")
 
     def __post_init__(self):
         S.validate_config(self)
         for text in (*self.observers, *self.finetune_models):
             Observer.parse(text)
         if self.finetune_frames is not None and self.finetune_frames < 1:
-            raise S.not_allowed("finetune_frames", self.finetune_frames, ">= 1 or None")
+            raise S.not_allowed("finetune_frames", self.finetune_frames, ">= 1 or null")
         if self.epochs_per_invocation is not None and self.epochs_per_invocation < 1:
-            raise S.not_allowed("epochs_per_invocation", self.epochs_per_invocation, ">= 1 or None")
+            raise S.not_allowed("epochs_per_invocation", self.epochs_per_invocation, ">= 1 or null")
 
 
 def layer_taps(model_id: str) -> tuple[str, ...]:
@@ -212,7 +218,7 @@ def load_tasks(build) -> dict:
     except TaskError as e:
         raise ExperimentError(str(e)) from None
     if tasks["vpt"].kind != "threedpc":
-        raise ExperimentError(f"--build {build}: not a 3D-PC build (no metadata.parquet + manifest.json)")
+        raise ExperimentError(f"build={build}: not a 3D-PC build (no metadata.parquet + manifest.json)")
     return tasks
 
 
@@ -393,6 +399,16 @@ def write_plan(results, cfg: ExperimentConfig, taps: dict) -> dict:
     return merged
 
 
+def run_keys(build, results, cfg: ExperimentConfig) -> list[tuple[Job, str]]:
+    """(job, run id) of every probe and fine-tuning job of the plan, in plan order, as :func:`run_experiment`
+    computes them to skip finished runs (the VPT-Strategy tests, whose ids name their source runs, are left
+    out). Extracts the observers' embeddings that are not cached yet (a probe's run id holds their cache key)."""
+    tasks = load_tasks(build)
+    taps = {o: layer_taps(Observer.parse(o).model_id) for o in cfg.observers}
+    probes, tuners = _Prober(tasks, results, cfg, taps, False), _Tuner(tasks, results, cfg, False)
+    return [(j, probes.rid(j) if j.kind == "probe" else tuners.rid(j)) for j in plan(cfg, taps) if j.kind != "transfer"]
+
+
 EXTRA = {"experiment": "results_3dpc"}  # in every run's configuration digest: these runs are this experiment's
 
 
@@ -441,16 +457,25 @@ class _Prober:
         self.loaded[obs_text] = (loaded, ident, emb)
         return loaded, ident, emb
 
+    def rid(self, job: Job) -> str:
+        """The run id of a probe job; it needs the embeddings' cache key: they are loaded (from the cache once
+        extracted)."""
+        from .probe import ProbeConfig, ProbeMethod
+
+        _, ident, emb = self.embeddings(job.observer)
+        pcfg = ProbeConfig(seeds=(job.seed,), n_boot=self.cfg.n_boot)
+        return _run_id(ProbeMethod(self.tasks[job.target], pcfg, emb, job.feature, ident),
+                       Observer.parse(job.observer).model_id, job.seed)
+
     def run(self, job: Job) -> None:
-        from .probe import ProbeConfig, ProbeMethod, run_probe
+        from .probe import ProbeConfig, run_probe
         from .results import run_done
 
         task = self.tasks[job.target]
         obs = Observer.parse(job.observer)
         pcfg = ProbeConfig(seeds=(job.seed,), n_boot=self.cfg.n_boot)
-        # the run id needs the embeddings' cache key: load them (from the cache once extracted)
         loaded, ident, emb = self.embeddings(job.observer)
-        rid = _run_id(ProbeMethod(task, pcfg, emb, job.feature, ident), obs.model_id, job.seed)
+        rid = self.rid(job)
         if run_done(self.results, rid):
             return
         with Clock() as c:
@@ -499,7 +524,7 @@ def thin_task(task, frames: int | None, splits=("train", "val")):
 def run_lock(results, rid: str):
     """An exclusive, non-blocking lock on ``<results>/checkpoints/<rid>.lock`` (``fcntl.flock``, released when
     the process ends): yields True if this process holds it, False if another invocation (e.g. a second
-    ``run --steps finetune`` started beside a probing one) is training the run."""
+    ``run steps=finetune`` started beside a probing one) is training the run."""
     import fcntl
 
     path = Path(results) / "checkpoints" / f"{rid}.lock"
@@ -738,107 +763,158 @@ def record_build_time(results, build, time_file) -> dict:
 
 
 # ------------------------------------------------------------------------------------------------- CLI
+# The one entry mechanism of infra.cli: a first word (run | cost | page), then key=value settings declared below
+# (--help lists them). The argparse spellings of the first release (--build out/3dpc --steps probe,layers
+# --no-progress ...) still work, with a warning, until the next release: infra.cli reads --key value as
+# key=value, and 'a,b' of a list setting as [a, b]; only --no-progress and --finetune-frames all need a word.
 
 
-def _tuple(kind):
-    def parse(text: str):
-        items = [t.strip() for t in text.split(",") if t.strip()]
-        try:
-            return tuple(kind(t) for t in items)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r}: expected a comma-separated list of {kind.__name__}") from None
-    return parse
+@dataclass(frozen=True)
+class _BuildAndResults:
+    build: str = S.field(REQUIRED, "a 3D-PC build (python -m tasks.threedpc out=...)")
+    results: str = S.field(REQUIRED, "results folder (appended to; finished runs are skipped)")
 
 
-def _frames(text: str) -> int | None:
-    if text.strip().lower() in ("all", "none"):
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a number of frames or 'all'") from None
+@dataclass(frozen=True)
+class RunOptions(ExperimentConfig, _BuildAndResults):
+    """``python -m eval.results_3dpc run``: ``build``, ``results``, the plan's settings (:class:`ExperimentConfig`,
+    whose values alone make the run ids) and ``progress``."""
+
+    progress: bool = S.field(True, "progress bars")
+
+    def experiment(self) -> ExperimentConfig:
+        import dataclasses
+
+        return ExperimentConfig(**{f.name: getattr(self, f.name) for f in dataclasses.fields(ExperimentConfig)})
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m eval.results_3dpc", description=__doc__.split("\n\n")[0])
-    sub = p.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("run", help="probes, per-layer probes, fine-tuning, VPT-Strategy (resumable)")
-    r.add_argument("--build", required=True, help="a 3D-PC build (python -m tasks.threedpc out=...)")
-    r.add_argument("--results", required=True, help="results folder (appended to; finished runs are skipped)")
-    d = ExperimentConfig()
-    r.add_argument("--observers", type=_tuple(str), default=d.observers, help="comma-separated; '<id>@random' = random weights")
-    r.add_argument("--finetune-models", type=_tuple(str), default=d.finetune_models)
-    r.add_argument("--steps", type=_tuple(str), default=d.steps, help=f"any of {','.join(STEPS)}")
-    r.add_argument("--probe-seeds", type=_tuple(int), default=d.probe_seeds)
-    r.add_argument("--finetune-seeds", type=_tuple(int), default=d.finetune_seeds)
-    r.add_argument("--finetune-epochs", type=int, default=d.finetune_epochs)
-    r.add_argument("--finetune-patience", type=int, default=d.finetune_patience)
-    r.add_argument("--finetune-workers", type=int, default=d.finetune_workers)
-    r.add_argument("--finetune-frames", type=_frames, default=d.finetune_frames,
-                   help=f"frames per placement in the fine-tuning train/val splits (default {d.finetune_frames}; 'all')")
-    r.add_argument("--epochs-per-invocation", type=int, default=None, help="pause fine-tuning after N epochs")
-    r.add_argument("--n-boot", type=int, default=d.n_boot)
-    r.add_argument("--batch-size", type=int, default=d.batch_size, help="extraction batch")
-    r.add_argument("--cache-dir", default=None)
-    r.add_argument("--no-progress", action="store_true")
-    c = sub.add_parser("cost", help="time one fine-tuning epoch at the build's and the model's image size")
-    c.add_argument("--build", required=True)
-    c.add_argument("--results", required=True)
-    c.add_argument("--model", default=DEFAULT_FINETUNE[0])
-    c.add_argument("--sizes", type=_tuple(int), default=(), help="image sizes (default: build's, model's)")
-    c.add_argument("--workers", type=int, default=1)
-    c.add_argument("--max-batches", type=int, default=None, help="time only this many batches (a smoke test)")
-    c.add_argument("--build-time", default=None, help="instead: record the build's cost from its /usr/bin/time -v report")
-    c.add_argument("--no-progress", action="store_true")
-    g = sub.add_parser("page", help="docs/results.md and its figures from a results folder")
-    g.add_argument("--results", required=True)
-    g.add_argument("--out", default="docs/results.md")
-    g.add_argument("--img", default=None, help="figure folder (default: <out's folder>/img)")
-    g.add_argument("--n-boot", type=int, default=10_000)
-    return p
+@dataclass(frozen=True)
+class CostOptions(_BuildAndResults):
+    """``python -m eval.results_3dpc cost``: one fine-tuning epoch timed (:func:`measure_epoch`), or the build's
+    own cost from its GNU time report (:func:`record_build_time`)."""
+
+    model: str = S.field(DEFAULT_FINETUNE[0], "model fine-tuned: '<model id>' or '<model id>@random'")
+    sizes: tuple[int, ...] = S.field((), "image sizes in px (default []: the build's and the model's input size)",
+                                     range=(8, 4096))
+    workers: int = S.field(1, "fine-tuning data-loader processes", check=S.at_least(0))
+    max_batches: int | None = S.field(None, "time only this many batches, >= 1 (a smoke test; null: the epoch)")
+    build_time: str | None = S.field(None, "instead: record the build's cost from its /usr/bin/time -v report")
+    progress: bool = S.field(True, "progress bars")
+
+    def __post_init__(self):
+        S.validate_config(self)
+        Observer.parse(self.model)
+        if self.max_batches is not None and self.max_batches < 1:
+            raise S.not_allowed("max_batches", self.max_batches, ">= 1 or null")
 
 
-def main(argv: list[str] | None = None) -> None:
-    from infra.cli import fail
+@dataclass(frozen=True)
+class PageOptions:
+    """``python -m eval.results_3dpc page``: the results page and its figures (:func:`write_page`)."""
 
-    args = parser().parse_args(argv)
-    try:
-        if args.command == "run":
-            if not Path(args.build).is_dir():
-                raise ExperimentError(f"--build {args.build}: no such folder")
-            cfg = ExperimentConfig(observers=args.observers, finetune_models=args.finetune_models, steps=args.steps,
-                                   probe_seeds=args.probe_seeds, finetune_seeds=args.finetune_seeds,
-                                   finetune_epochs=args.finetune_epochs, finetune_patience=args.finetune_patience,
-                                   finetune_workers=args.finetune_workers, finetune_frames=args.finetune_frames,
-                                   epochs_per_invocation=args.epochs_per_invocation, n_boot=args.n_boot,
-                                   batch_size=args.batch_size, cache_dir=args.cache_dir)
-            out = run_experiment(args.build, args.results, cfg, progress=not args.no_progress)
-            state = ("paused (run the same command again to resume)" if out["paused"] else
-                     f"{out['left']} fine-tuning step(s) left to another process; run again when it ends"
-                     if out["left"] else "complete")
-            print(f"{out['probe_runs']} probe runs, {out['finetune_runs']} fine-tuning runs in {args.results}: {state}")
-        elif args.command == "cost" and args.build_time:
-            r = record_build_time(args.results, args.build, args.build_time)
-            print(f"build: {r['wall_s'] / 60:.1f} min wall, {r['cpu_s'] / 60:.1f} CPU-min ({r['images']} images)")
-        elif args.command == "cost":
-            rows = measure_epoch(args.build, args.results, args.model, args.sizes, workers=args.workers,
-                                 max_batches=args.max_batches, progress=not args.no_progress)
-            for _, r in rows.iterrows():
-                print(f"{r.step} at {r['size']} px: {r.images} images, {r.wall_s / 60:.1f} min wall, "
-                      f"{r.cpu_s / 60:.1f} CPU-min")
+    results: str = S.field(REQUIRED, "results folder of python -m eval.results_3dpc run")
+    out: str = S.field("docs/results.md", "the page (Markdown)")
+    img: str | None = S.field(None, "figure folder (null: <out's folder>/img)")
+    n_boot: int = S.field(10_000, "bootstrap resamples of the page's CIs", check=S.at_least(100))
+
+
+def _run_job(o: RunOptions) -> str:
+    if not Path(o.build).is_dir():
+        raise ExperimentError(f"build={o.build}: no such folder (a 3D-PC build: python -m tasks.threedpc out=...)")
+    out = run_experiment(o.build, o.results, o.experiment(), progress=o.progress)
+    state = ("paused (run the same command again to resume)" if out["paused"] else
+             f"{out['left']} fine-tuning step(s) left to another process; run again when it ends"
+             if out["left"] else "complete")
+    return f"{out['probe_runs']} probe runs, {out['finetune_runs']} fine-tuning runs in {o.results}: {state}"
+
+
+def _cost_job(o: CostOptions) -> str:
+    if not Path(o.build).is_dir():
+        raise ExperimentError(f"build={o.build}: no such folder (a 3D-PC build: python -m tasks.threedpc out=...)")
+    if o.build_time:
+        r = record_build_time(o.results, o.build, o.build_time)
+        return f"build: {r['wall_s'] / 60:.1f} min wall, {r['cpu_s'] / 60:.1f} CPU-min ({r['images']} images)"
+    rows = measure_epoch(o.build, o.results, o.model, o.sizes, workers=o.workers, max_batches=o.max_batches,
+                         progress=o.progress)
+    return "\n".join(f"{r.step} at {r['size']} px: {r.images} images, {r.wall_s / 60:.1f} min wall, "
+                     f"{r.cpu_s / 60:.1f} CPU-min" for _, r in rows.iterrows())
+
+
+def _page_job(o: PageOptions) -> str:
+    return f"wrote {write_page(o.results, o.out, o.img, n_boot=o.n_boot)}"
+
+
+COMMANDS = {  # name -> (settings, job, what it does, its usage line)
+    "run": (RunOptions, _run_job, "probes, per-layer probes, fine-tuning, VPT-Strategy (resumable)",
+            "build=<build> results=<folder> [steps=[probe,layers,finetune]] [observers=[...]] ..."),
+    "cost": (CostOptions, _cost_job, "time one fine-tuning epoch at the build's and the model's image size",
+             "build=<build> results=<folder> [model=<id>] [sizes=[...]] | build_time=<time -v report>"),
+    "page": (PageOptions, _page_job, "the results page and its figures from a results folder",
+             "results=<folder> [out=docs/results.md] [img=<folder>]"),
+}
+PROG = "python -m eval.results_3dpc"
+USAGE = f"""usage: {PROG} <command> [key=value ...]
+
+commands:
+""" + "\n".join(f"  {name:<5} {what}\n        {line}" for name, (_, _, what, line) in COMMANDS.items()) + f"""
+
+{PROG} <command> --help lists the command's settings with their defaults. A list is [a,b] or a,b.
+Deprecated (removed in the next release): the option spellings of the first release, --build <build>
+--results <folder> --steps probe,layers --no-progress ... (a warning names the new spelling)."""
+
+
+def _legacy(argv: list[str]) -> tuple[list[str], list[str]]:
+    """(arguments with the first release's spellings made ``key=value``, the deprecated ones seen): ``--no-progress``
+    -> ``progress=false``, ``--finetune-frames all`` -> ``finetune_frames=null``; other ``--key value`` /
+    ``--key=value`` forms are read by :func:`infra.cli.parse_overrides` as they are."""
+    out, seen, i = [], [], 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--no-progress":
+            out.append("progress=false")
+            seen.append(a)
+        elif a.startswith("--") and a not in ("--help", "--debug"):
+            key, eq, val = a.partition("=")
+            if not eq and i + 1 < len(argv) and "=" not in argv[i + 1]:
+                val, i = argv[i + 1], i + 1
+            elif not eq:
+                val = ""
+            seen.append(key)
+            name = key[2:].replace("-", "_")
+            if name == "finetune_frames" and val.strip().lower() in ("all", "none"):
+                val = "null"
+            out.append(f"{name}={val}" if val or eq else a)
         else:
-            md = write_page(args.results, args.out, args.img, n_boot=args.n_boot)
-            print(f"wrote {md}")
-    except (ExperimentError, S.ConfigError, FileNotFoundError) as e:
-        fail(str(e))
-    except Exception as e:  # noqa: BLE001 - the known error types of the layers below
-        from .embeddings import EmbeddingError
-        from .zoo import WeightsUnavailable, ZooError
+            out.append(a)
+        i += 1
+    return out, seen
 
-        if isinstance(e, (EmbeddingError, WeightsUnavailable, ZooError)):
-            fail(str(e))
-        raise
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m eval.results_3dpc <run|cost|page> [key=value ...]`` (infra.cli): ``--help`` lists the commands,
+    ``<command> --help`` its settings (exit 0); bad input is one ``error:`` line (exit 2)."""
+    from infra.cli import HELP_FLAGS, fail, run_options
+    from infra.registry import suggest
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in HELP_FLAGS:
+        print(USAGE)
+        return 0
+    if not argv or argv[0] not in COMMANDS:
+        got = f"unknown command {argv[0]!r}; {suggest(argv[0], list(COMMANDS))}" if argv else "missing command; "
+        fail(f"{got}commands: {', '.join(COMMANDS)} (see {PROG} --help)")
+    command, rest = argv[0], argv[1:]
+    cls, job, _, line = COMMANDS[command]
+    rest, old = _legacy(rest)
+    if old:
+        _warn(f"{' '.join(dict.fromkeys(old))}: deprecated spelling (removed in the next release); write "
+              f"{PROG} {command} {' '.join(a for a in rest if a not in ('--debug',))}")
+    code = run_options(f"eval.results_3dpc {command}", f"usage: {PROG} {command} {line}", cls, job, rest,
+                       more=COMMANDS[command][2])
+    if code:
+        raise SystemExit(code)
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    raise SystemExit(main())

@@ -282,8 +282,9 @@ def parse_overrides(argv: list[str], positional: tuple[str, ...] = (), flags: tu
     """``key=value`` arguments (Hydra's override grammar: ``n=3``, ``levels=[0.1,0.5]``, ``name='a b'``) as a
     dict of typed values. Also accepted: ``--key value``, ``--key=value``, ``--flag`` for a key in ``flags``
     (true), and bare arguments, taken in order by the keys of ``positional`` (the last one collects the rest
-    when it is in ``lists``). Dashes in ``--long-names`` become underscores. Raises ``ValueError`` naming the
-    argument."""
+    when it is in ``lists``). Dashes in ``--long-names`` become underscores. A key in ``lists`` (a list
+    setting) also takes ``a,b`` (Hydra's sweep form, which no command here sweeps) as the list ``[a, b]`` and
+    one value ``a`` as ``[a]``. Raises ``ValueError`` naming the argument."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     pairs: list[str] = []
@@ -327,12 +328,23 @@ def parse_overrides(argv: list[str], positional: tuple[str, ...] = (), flags: tu
             ov = parser.parse_overrides([p])[0]
         except Exception as e:  # noqa: BLE001 - Hydra's grammar errors
             raise ValueError(f"cannot parse arguments: {p!r}: {_one_line(e).split(' See https')[0]}") from None
-        if ov.is_sweep_override():
-            raise ValueError(f"{p!r}: a sweep (a,b) is not allowed here; give one value")
         key = ov.key_or_group.lstrip("+~")
+        if ov.is_sweep_override():
+            if key in lists and _comma_list(ov):
+                out[key] = list(ov.sweep_iterator())
+                continue
+            raise ValueError(f"{p!r}: a sweep (a,b) is not allowed here; give one value")
         val = ov.value()
-        out[key] = list(val) if isinstance(val, (list, tuple)) else val
+        out[key] = list(val) if isinstance(val, (list, tuple)) else [val] if key in lists and val is not None else val
     return out
+
+
+def _comma_list(ov) -> bool:
+    """An override of the form ``key=a,b,c`` (plain values, no ``choice()``/``range()``, no nested lists)."""
+    from hydra.core.override_parser.types import ChoiceSweep
+
+    val = ov.value()
+    return isinstance(val, ChoiceSweep) and val.simple_form and not any(isinstance(x, (list, dict)) for x in val.list)
 
 
 def _yaml_value(text: str):

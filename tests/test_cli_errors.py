@@ -208,6 +208,18 @@ CASES = [
     ("experiment-command-typo", "experiment serv", "did you mean 'serve'?", None),
     ("gen-dataset-typo", "tasks.generate dataset=degraded_polygon out={d}/g2", "did you mean 'degraded_polygons'?",
      "g2"),
+    # issue 33: python -m eval.results_3dpc on infra.cli, one bad input of each command (and the deprecated spelling)
+    ("results-run-steps", "eval.results_3dpc run build={d}/ift results={d}/rr steps=probe,dance",
+     "steps='dance' is not allowed; allowed values: probe, layers, finetune", "rr"),
+    ("results-run-not-a-build", "eval.results_3dpc run build={d}/ift results={d}/rr",
+     "build={d}/ift: not a 3D-PC build", "rr"),
+    ("results-run-old-spelling", "eval.results_3dpc run --build {d}/nope --results {d}/rr --no-progress",
+     "build={d}/nope: no such folder", "rr"),
+    ("results-cost-batches", "eval.results_3dpc cost build={d}/ift results={d}/rr max_batches=0",
+     "max_batches=0 is not allowed (>= 1 or null)", "rr"),
+    ("results-page-no-results", "eval.results_3dpc page results={d}/nope out={d}/page.md",
+     "results={d}/nope: no summary/ folder and no plan.json", "page.md"),
+    ("results-command-typo", "eval.results_3dpc pgae results={d}/nope", "did you mean 'page'?", None),
 ]
 
 

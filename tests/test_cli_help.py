@@ -28,7 +28,13 @@ COMMANDS = {
     "tasks.threedpc": ["out=", "seed=", "style.observer_size=", "rules.vpt_visible_min="],
     "tasks.threedpc.sheet": ["build=(required)", "task=vpt", "(one of depth, vpt)", "n=40", "blind=false"],
     "tasks.threedpc.shortcuts": ["build=(required)", "no_images=false"],
-    "eval.results_3dpc": ["run", "cost", "page"],
+    "eval.results_3dpc": ["run", "cost", "page", "Deprecated"],
+    "eval.results_3dpc run": ["build=(required)", "results=(required)", "steps=[probe,layers,finetune]",
+                              "(one of probe, layers, finetune)", "probe_seeds=[0,1,2]", "finetune_frames=8",
+                              "n_boot=10000", "(>= 100)", "progress=true"],
+    "eval.results_3dpc cost": ["build=(required)", "model=timm:tf_efficientnet_lite0", "sizes=[]", "(in [8, 4096])",
+                               "max_batches=null", "build_time=null"],
+    "eval.results_3dpc page": ["results=(required)", "out=docs/results.md", "img=null", "n_boot=10000"],
     "eval": ["probe", "finetune", "stats", "zoo", "report", "ood", "decoder", "similarity", "diffusion", "vlm"],
     "eval probe": ["model=(required)", "task=(required)", "probe.epochs=50", "(>= 1)", "probe.dropout="],
     "eval finetune": ["model=(required)", "finetune.epochs=", "finetune.lr="],
@@ -124,3 +130,21 @@ def test_bad_input_is_one_error_line_with_exit_2(command, args, expect, capsys, 
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert code == 2 and lines and lines[-1].startswith("error: ") and expect in lines[-1], (code, err)
     assert "Traceback" not in err + out and not list(tmp_path.iterdir())
+
+
+def test_a_list_setting_takes_a_comma_list_and_one_value():
+    """``key=a,b`` of a list setting is the list (Hydra would read a sweep; the dataclass commands run one job),
+    one value a one-item list; a sweep of anything else, ``range()``, or a list of lists stays an error."""
+    from infra.cli import parse_overrides
+
+    lists = ("steps", "seeds")
+    assert parse_overrides(["steps=probe,layers", "seeds=0,1"], lists=lists) == {"steps": ["probe", "layers"],
+                                                                                 "seeds": [0, 1]}
+    assert parse_overrides(["--steps", "probe,layers", "seeds=[2]"], lists=lists) == {"steps": ["probe", "layers"],
+                                                                                      "seeds": [2]}
+    assert parse_overrides(["steps=timm:a@random", "seeds=0"], lists=lists) == {"steps": ["timm:a@random"],
+                                                                               "seeds": [0]}
+    assert parse_overrides(["steps=null"], lists=lists) == {"steps": None}
+    for bad in ("n=1,2", "seeds=range(0,3)", "seeds=[0,1],[2]", "seeds=choice(0,1)"):
+        with pytest.raises(ValueError, match="a sweep"):
+            parse_overrides([bad], lists=lists)

@@ -62,10 +62,10 @@ def _fixture_build(root: Path, size: int = 32) -> Path:
 def experiment(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("results3dpc")
     build, res = _fixture_build(tmp / "build"), tmp / "results"
-    args = ["run", f"--build={build}", f"--results={res}", f"--observers={MODEL}@random,{MODEL}@random1",
-            f"--finetune-models={MODEL}@random", "--probe-seeds=0", "--finetune-seeds=0", "--finetune-epochs=2",
-            "--finetune-frames=1", "--epochs-per-invocation=1", "--n-boot=200", f"--cache-dir={tmp / 'cache'}",
-            "--no-progress"]
+    args = ["run", f"build={build}", f"results={res}", f"observers=[{MODEL}@random,{MODEL}@random1]",
+            f"finetune_models={MODEL}@random", "probe_seeds=0", "finetune_seeds=[0]", "finetune_epochs=2",
+            "finetune_frames=1", "epochs_per_invocation=1", "n_boot=200", f"cache_dir={tmp / 'cache'}",
+            "progress=false"]
     # one fine-tuning epoch per invocation: probes, VPT epoch 1 | VPT epoch 2, VPT-Strategy, stage probes, depth
     # epoch 1 | depth epoch 2 | nothing left: every run is skipped
     runs = [_main(*args) for _ in range(4)]
@@ -125,7 +125,7 @@ def test_run_is_resumable_and_records_identity_and_cost(experiment):
 def test_page_rows_trace_to_result_rows(experiment):
     res, tmp = experiment["res"], experiment["tmp"]
     out = tmp / "docs" / "results.md"
-    p = _main("page", f"--results={res}", f"--out={out}", "--n-boot=200")
+    p = _main("page", f"results={res}", f"out={out}", "n_boot=200")
     text = out.read_text()
     for stem in ("results_probe", "results_finetune", "results_strategy", "results_layers", "results_strategy_steps"):
         assert (out.parent / "img" / f"{stem}.png").stat().st_size > 5000, stem
@@ -166,7 +166,7 @@ def test_page_rows_trace_to_result_rows(experiment):
     # verdicts name the random controls; the cost table lists the fine-tuning epochs
     assert "random-weight control at chance" in text and "| finetune |" in text
     # regenerating gives the same page
-    _main("page", f"--results={res}", f"--out={out}", "--n-boot=200")
+    _main("page", f"results={res}", f"out={out}", "n_boot=200")
     assert out.read_text() == text
 
 
@@ -186,7 +186,7 @@ def test_page_marks_planned_cells_not_run_and_includes_the_validity_sweep(experi
     docs.mkdir()
     (docs / "validity_sweep.md").write_text("# Sweep\n\nintro\n\n| configuration | pass |\n|---|---|\n| seed 1 | yes |\n\n"
                                             "| second | table |\n|---|---|\n")
-    _main("page", f"--results={res}", f"--out={docs / 'results.md'}", "--n-boot=200")
+    _main("page", f"results={res}", f"out={docs / 'results.md'}", "n_boot=200")
     text = (docs / "results.md").read_text()
     table = text.split("## Accuracy: task × model × method")[1].split("## Figures")[0]
     todo = re.findall(r"^\|  \| ([^|]+) \| small_cnn \(random seed 7\) \| linear probe \| (\w+) \| not run \(cost\) \|",
@@ -265,10 +265,16 @@ def test_build_time_report_and_bad_input(experiment, tmp_path, capsys):
         ExperimentConfig(steps=("probe", "dance"))
     from eval.results_3dpc import main
 
-    for argv, message in ((["run", f"--build={tmp_path / 'none'}", f"--results={res}"], "no such folder"),
-                          (["page", f"--results={tmp_path / 'none'}"], "no summary/ folder"),
-                          (["run", f"--build={experiment['build']}", f"--results={res}", "--steps=probe,dance"],
-                           "steps")):
+    for argv, message in ((["run", f"build={tmp_path / 'none'}", f"results={res}"], "no such folder"),
+                          (["page", f"results={tmp_path / 'none'}"], "no summary/ folder"),
+                          (["run", f"build={experiment['build']}", f"results={res}", "steps=probe,dance"],
+                           "steps='dance' is not allowed"),
+                          (["cost", f"build={experiment['build']}", f"results={res}", "max_batches=0"],
+                           "max_batches=0 is not allowed"),
+                          (["page", f"results={res}", "n_boot=ten"], "n_boot='ten' must be a whole number"),
+                          (["run", f"build={experiment['build']}", f"results={res}", "obsevers=[x]"],
+                           "did you mean 'observers'?"),
+                          (["rnu"], "did you mean 'run'?")):
         with pytest.raises(SystemExit) as e:
             main(argv)
         err = capsys.readouterr().err
@@ -276,7 +282,7 @@ def test_build_time_report_and_bad_input(experiment, tmp_path, capsys):
 
 
 def test_a_run_trained_by_another_process_is_left_to_it(experiment, tmp_path):
-    """Two invocations on one results folder (probes in one, ``--steps finetune`` in another): a fine-tuning
+    """Two invocations on one results folder (probes in one, ``steps=finetune`` in another): a fine-tuning
     run whose lock another process holds is skipped, and so is its VPT-Strategy test; the rest goes on."""
     from eval.results_3dpc import run_lock
 
@@ -286,9 +292,124 @@ def test_a_run_trained_by_another_process_is_left_to_it(experiment, tmp_path):
             assert a and not b  # flock: a second open file description cannot take it, even in this process
     ft = R.read_results(experiment["res"], "summary").drop_duplicates("run_id")
     ft = ft[ft["method"] == "finetune"].set_index("task")["run_id"]
-    args = [a for a in experiment["args"] if not a.startswith(("--results", "--epochs-per-invocation"))]
+    args = [a for a in experiment["args"] if not a.startswith(("results=", "epochs_per_invocation="))]
     with run_lock(res, ft["3dpc/vpt"]):
-        out = _main(*args, f"--results={res}", "--steps=finetune")
+        out = _main(*args, f"results={res}", "steps=finetune")
     assert "1 fine-tuning runs" in out.stdout and "2 fine-tuning step(s) left to another process" in out.stdout
     done = set(R.read_results(res, "summary")["run_id"])
     assert done == {ft["3dpc/depth"]}  # the same run id as in the experiment's folder; VPT and its test left
+
+
+# ------------------------------------------------------------------------------------------------ run identity
+# Issue 33: the command moved from argparse (--build ... --steps probe,layers) to infra.cli (build=...
+# steps=probe,layers); the run ids it writes must not change, or a results folder written by the first
+# release (an experiment was running with it) would be run again. The ids below were recorded from the
+# argparse CLI at commit 9b0f831 (before the move) with the same settings: the fixture experiment's
+# command above spelled as `run --build=<b> --results=<r> --observers=<M>@random,<M>@random1
+# --finetune-models=<M>@random --probe-seeds=0 --finetune-seeds=0 --finetune-epochs=2 --finetune-frames=1
+# --epochs-per-invocation=1 --n-boot=200 --cache-dir=<c> --no-progress`, run 4 times, its summary's run ids;
+# identical in two runs in different folders. A deliberate change of the run identity (eval.runner.run_digest,
+# the fixture build) changes them too: record them again and say so, since old results folders then rerun.
+OLD_FIXTURE_RUN_IDS = {f"{m}__3dpc_{t}__module_eval.examples_small_cnn__seed0__{d}" for m, t, ds in (
+    ("finetune", "depth", ["36a9ece2d4b6"]), ("finetune", "vpt", ["6e4f35d8f52c"]),
+    ("finetune", "vpt_strategy", ["4cbd77788ecb"]),
+    ("probe", "depth", ["2da93bedfe87", "3a44c06fc907", "41643b5171e5", "59b1c13697aa", "5f80233381a6",
+                        "ba5c9dc01282", "ece99b0261f8", "fd0600495c74"]),
+    ("probe", "vpt", ["2e61467d816c", "33216656d60f", "4a423cd88b76", "65829390547a", "7fd10a2d53a1",
+                      "aeb02c02fb98", "d1a731ea8d8a", "e81a7642393f"]),
+    ("probe", "vpt_strategy", ["b51886d9a89d", "e0e1920e6e74"])) for d in ds}
+OLD_FIXTURE_PLAN = {"observers": [f"{MODEL}@random", f"{MODEL}@random1"], "finetune_models": [f"{MODEL}@random"],
+                    "steps": ["probe", "layers", "finetune"], "probe_seeds": [0], "finetune_seeds": [0],
+                    "taps": {f"{MODEL}@random": ["features.2", "features.5", "features.8"],
+                             f"{MODEL}@random1": ["features.2", "features.5", "features.8"]}}
+# The plan of the default settings (n_boot 10000, 30 epochs, patience 3, 8 frames, 3 probe seeds ...) with one
+# observer, `run --build=<b> --results=<r> --observers=<M>@random --finetune-models=<M>@random --cache-dir=<c>`
+# at 9b0f831: (job, digest of its run id) in plan order (eval.results_3dpc.run_keys' computation, done there
+# with the same private steps).
+OLD_DEFAULT_KEYS = [
+    ("probe depth pooled 0", "2c58a9175d45"), ("probe vpt pooled 0", "81dce6d94998"),
+    ("probe vpt_strategy pooled 0", "0488dbd84752"), ("probe depth pooled 1", "bb18f3a0905d"),
+    ("probe vpt pooled 1", "b70d41b044b8"), ("probe vpt_strategy pooled 1", "b0b771c3d338"),
+    ("probe depth pooled 2", "21e44ba4c98e"), ("probe vpt pooled 2", "b10ae1788058"),
+    ("probe vpt_strategy pooled 2", "664000995491"), ("finetune vpt finetuned 0", "aacb46a51593"),
+    ("probe depth features.2 0", "f189e66f45aa"), ("probe vpt features.2 0", "e4d2ad0eabf1"),
+    ("probe depth features.5 0", "c8e6c4c00364"), ("probe vpt features.5 0", "20832fe0645c"),
+    ("probe depth features.8 0", "3b0b79f73505"), ("probe vpt features.8 0", "8e1ae15e3cec"),
+    ("probe depth features.2 1", "27e3418fdf93"), ("probe vpt features.2 1", "05092d64886a"),
+    ("probe depth features.5 1", "fccab552b13e"), ("probe vpt features.5 1", "fb3d83b0659a"),
+    ("probe depth features.8 1", "dd0d4d5e8bc7"), ("probe vpt features.8 1", "a8b5716ccb14"),
+    ("probe depth features.2 2", "4d77b1af1a8e"), ("probe vpt features.2 2", "50e81bfaf90c"),
+    ("probe depth features.5 2", "3a7213e561cf"), ("probe vpt features.5 2", "5f7b3a0918b4"),
+    ("probe depth features.8 2", "2f53bf333084"), ("probe vpt features.8 2", "f7590100fd58"),
+    ("finetune depth finetuned 0", "e72ec1131ab3")]
+
+
+def test_the_new_cli_writes_the_run_ids_of_the_old_one(experiment):
+    """The fixture experiment, run through the key=value CLI, holds exactly the runs the argparse CLI wrote
+    for the same settings, and the same plan.json; its last invocation found them all finished."""
+    assert set(R.read_results(experiment["res"], "summary")["run_id"]) == OLD_FIXTURE_RUN_IDS
+    assert json.loads((experiment["res"] / "plan.json").read_text()) == OLD_FIXTURE_PLAN
+    assert "18 probe runs, 3 fine-tuning runs" in experiment["runs"][-1].stdout
+
+
+def _options(monkeypatch, argv: list[str]):
+    """The settings ``python -m eval.results_3dpc <argv>`` hands its job (the command's own parsing)."""
+    import eval.results_3dpc as X
+
+    got = []
+    cls, _, what, line = X.COMMANDS[argv[0]]
+    monkeypatch.setitem(X.COMMANDS, argv[0], (cls, got.append, what, line))
+    assert X.main(argv) == 0
+    return got[0]
+
+
+def test_default_settings_keep_their_run_keys(experiment, monkeypatch, tmp_path):
+    """The default plan's run ids (every default value enters a digest: n_boot, epochs, patience, workers,
+    frames, seeds) through the new CLI are those the argparse CLI computed."""
+    from eval.results_3dpc import run_keys
+
+    o = _options(monkeypatch, ["run", f"build={experiment['build']}", f"results={tmp_path}",
+                               f"observers={MODEL}@random", f"finetune_models=[{MODEL}@random]",
+                               f"cache_dir={experiment['tmp'] / 'cache'}"])
+    keys = run_keys(o.build, o.results, o.experiment())
+    got = [(f"{j.kind} {j.target} {j.feature} {j.seed}", rid.rsplit("__", 1)[1]) for j, rid in keys]
+    assert got == OLD_DEFAULT_KEYS
+    assert all(rid.startswith(f"{j.kind}__3dpc_{j.target}__module_eval.examples_small_cnn__seed{j.seed}__")
+               for j, rid in keys)
+
+
+# (argparse-era command line, the ExperimentConfig its parser made at 9b0f831): the running experiment's three
+# command lines and one with every kind of value. The same settings spelled key=value, and the old spelling
+# itself (deprecated, kept for one release), must give the same config: same values of the same types (repr).
+LITE0, LITE2 = "timm:tf_efficientnet_lite0", "timm:tf_efficientnet_lite2"
+_DEFAULTS = dict(observers=(LITE0, f"{LITE0}@random", LITE2, f"{LITE2}@random"), finetune_models=(LITE0, LITE2),
+                 steps=("probe", "layers", "finetune"), probe_seeds=(0, 1, 2), finetune_seeds=(0,), finetune_epochs=30,
+                 finetune_patience=3, finetune_workers=1, finetune_frames=8, epochs_per_invocation=None, n_boot=10000,
+                 batch_size=64, cache_dir=None)
+SPELLINGS = [
+    ("", "", _DEFAULTS),
+    ("--steps finetune --finetune-models timm:tf_efficientnet_lite0 --no-progress",
+     f"steps=finetune finetune_models={LITE0} progress=false",
+     {**_DEFAULTS, "finetune_models": (LITE0,), "steps": ("finetune",)}),
+    ("--observers timm:tf_efficientnet_lite0@random --steps probe,layers --no-progress",
+     f"observers=[{LITE0}@random] steps=probe,layers progress=false",
+     {**_DEFAULTS, "observers": (f"{LITE0}@random",), "steps": ("probe", "layers")}),
+    ("--finetune-frames all --probe-seeds 0,1 --n-boot 500 --epochs-per-invocation 2",
+     "finetune_frames=null probe_seeds=[0,1] n_boot=500 epochs_per_invocation=2",
+     {**_DEFAULTS, "finetune_frames": None, "probe_seeds": (0, 1), "epochs_per_invocation": 2, "n_boot": 500}),
+]
+
+
+@pytest.mark.parametrize("old, new, config", SPELLINGS, ids=["defaults", "finetune", "probe-layers", "values"])
+def test_old_and_new_spellings_make_the_config_the_old_parser_made(old, new, config, monkeypatch, capsys):
+    from eval.results_3dpc import ExperimentConfig
+
+    want = repr(ExperimentConfig(**config))
+    made_new = _options(monkeypatch, ["run", "build=b", "results=r", *new.split()])
+    assert repr(made_new.experiment()) == want and made_new.progress == ("progress=false" not in new)
+    assert not capsys.readouterr().err
+    made_old = _options(monkeypatch, ["run", "--build", "b", "--results", "r", *old.split()])
+    assert repr(made_old.experiment()) == want
+    warning = capsys.readouterr().err
+    assert warning.startswith("warning: --build --results") and warning.count("\n") == 1
+    assert "deprecated spelling" in warning and "write python -m eval.results_3dpc run build=b results=r" in warning
