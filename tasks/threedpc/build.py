@@ -32,7 +32,6 @@ from ..placement import (CompositeOccluders, Placement, PlacementError, PropStyl
 from infra.schema import validate_config, validate_section
 from .config import BuildConfig, ConfigError
 from .layout import LABELS_FILE, VIEWS, load_build_scene, scene_dir, scene_dir_of, scene_rng  # noqa: F401 (re-exported)
-from .shortcuts import object_bounds_columns
 
 
 def jittered_style(style: PropStyle, rng: np.random.Generator, jitter: float, observer_min: float = 0.0) -> PropStyle:
@@ -581,6 +580,8 @@ def build_scene(cfg: BuildConfig, name: str, expected: dict[str, str] | None = N
         rows, info = strategy_scene_rows(cfg, scene, tmp, final)
     else:
         rows, info = basic_scene_rows(cfg, scene, split, tmp, final, thumbs, spec=name)
+    from .shortcuts import object_bounds_columns  # here: `python -m tasks.threedpc.shortcuts` must not find it imported
+
     rows = [{**r, **object_bounds_columns(scene)} for r in rows]  # for the shortcut audit's object-between cue
     df = labels_table(rows)
     df["seed"] = pd.array([cfg.seed] * len(df), dtype="int64")

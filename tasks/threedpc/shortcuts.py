@@ -35,112 +35,17 @@ from pathlib import Path
 
 import numpy as np
 
-from infra.schema import ConfigError, field, validate_config
+from infra.schema import field
+
+# AuditConfig lives with the build's other settings (importing the package must not import this CLI module)
+from .config import ORIENTATION, AuditConfig  # noqa: F401 (re-exported)
 
 TASKS = {"vpt": ("in_vpt", "vpt_label"), "depth": ("in_depth", "depth_label")}
 BOUNDS_COLUMNS = tuple(f"object_{e}_{a}" for e in ("lo", "hi") for a in "xyz")
 AUDIT_FILE = "shortcut_audit"
-# the 2D orientation cue and its rule (issue 35): gated by AuditConfig.vpt_orientation_max
-ORIENTATION = ("lens_ball_angle", "lens_points_at_ball_2d")
-
-
 class ShortcutAuditFailed(RuntimeError):
     """A build's shortcut audit exceeded a gate; the outputs are written and kept."""
 
-
-@dataclasses.dataclass(frozen=True)
-class AuditConfig:
-    """Gates and settings of the shortcut audit (the Hydra group ``audit``: these defaults, ``audit.<field>=``).
-
-    enabled: run the audit at all (off only for special builds; the summary then says so).
-    enforce: fail the build when a gate is exceeded (``false`` keeps building while iterating; the table and
-        the summary still say which gates fail).
-    vpt_auc_low, vpt_auc_high: every single-cue AUC for VPT must lie in this band.
-    vpt_rule_max: test accuracy limit of each one-line VPT rule.
-    vpt_cue_logreg_max: test accuracy limit of the logistic regression on all cues (VPT).
-    vpt_pixel_low, vpt_pixel_high: band for the pixel regression's test accuracy (VPT), 0.5 ± 0.07.
-    depth_auc_low, depth_auc_high: band for every single-cue AUC for depth (no cue above 90% either way).
-    depth_rule_max: test accuracy limit of each one-line depth rule.
-    depth_cue_logreg_max, depth_pixel_max: limits for depth's joint models (``None`` = reported only:
-        people use perspective cues jointly, so a joint model may legitimately do well on depth).
-    pixel_size: side (pixels) of the downsampled images for the pixel regression.
-    pixel_C: inverse L2 strength of the pixel regression (on standardised pixels; sklearn's ``C``).
-    max_train_images: cap on training images per task for the pixel regression (a seeded subsample).
-    bootstrap: bootstrap resamples for the clustered confidence intervals.
-    seed: seed of the subsample, the shuffled control and the bootstrap.
-    min_placements: a gate is enforced only for measures scored on at least this many placements
-        ((scene, setting) clusters); below it the row still says whether the limit was exceeded.
-    vpt_orientation_max: the gate of the 2D orientation cue ``lens_ball_angle`` for VPT (issue 35): its rule
-        ("the lens points within N° of the ball in the image → visible") must score at most this on the test
-        scenes and its AUC lie in [1 − this, this]; with a limit the cue also joins the all-cue regression.
-        ``None`` (default): reported only and kept out of that regression, because no placement design yet
-        passes it together with the other gates: facing-away observers mirrored about the line of sight (the
-        default, ``MatchedDesign.away_facing``) score 0.741 on the default build; turned in depth instead they
-        leave the depth observer_faces_viewer AUC at 0.006-0.10 and the all-cue VPT regression at ~0.69
-        (docs/validity_sweep.md). ``audit.vpt_orientation_max=0.65`` enforces it like the other rules.
-    beyond_chance: a figure outside its limits fails only when its 95% CI excludes chance (0.5); one whose CI
-        still includes 0.5 is reported as not enforced (sampling noise cannot be told from a shortcut). Issue
-        35: a pixel regression with placement-permuted training labels (no signal) fell outside 0.5 ± 0.07 in
-        1.7% of 60 fits on a build with 92 test placements (SD 0.034), but in 34% of 100 fits on 29 test
-        placements (SD 0.077); small rebuilds failed the gate on noise. With false, every figure outside its
-        limits on >= min_placements placements fails.
-    """
-
-    enabled: bool = field(True, "run the shortcut audit")
-    enforce: bool = field(True, "fail the build when an enforced gate is exceeded")
-    vpt_auc_low: float = field(0.35, "lower end of the band every single-cue VPT AUC must lie in", range=(0, 1))
-    vpt_auc_high: float = field(0.65, "upper end of that band", range=(0, 1))
-    vpt_rule_max: float = field(0.65, "test accuracy limit of each one-line VPT rule", range=(0, 1))
-    vpt_cue_logreg_max: float | None = field(0.65, "test accuracy limit of the all-cue regression (VPT)", range=(0, 1))
-    vpt_pixel_low: float = field(0.43, "lower end of the pixel regression's test-accuracy band (VPT)", range=(0, 1))
-    vpt_pixel_high: float = field(0.57, "upper end of that band", range=(0, 1))
-    depth_auc_low: float = field(0.10, "lower end of the band every single-cue depth AUC must lie in", range=(0, 1))
-    depth_auc_high: float = field(0.90, "upper end of that band", range=(0, 1))
-    depth_rule_max: float = field(0.90, "test accuracy limit of each one-line depth rule", range=(0, 1))
-    depth_cue_logreg_max: float | None = field(None, "limit for depth's all-cue regression (null: reported only)",
-                                               range=(0, 1))
-    depth_pixel_max: float | None = field(None, "limit for depth's pixel regression (null: reported only)",
-                                          range=(0, 1))
-    pixel_size: int = field(32, "side of the downsampled images for the pixel regression (pixels)", range=(4, 256))
-    pixel_C: float = field(0.01, "inverse L2 strength of the pixel regression", range=(1e-12, 1e12))
-    max_train_images: int = field(10000, "cap on training images per task for the pixel regression",
-                                  range=(10, 10**9))
-    bootstrap: int = field(1000, "bootstrap resamples for the clustered confidence intervals", range=(0, 10**7))
-    seed: int = field(0, "seed of the subsample, the shuffled control and the bootstrap", range=(0, 2**63 - 1))
-    min_placements: int = field(40, "placements a measure needs before its gate is enforced", range=(0, 10**9))
-    vpt_orientation_max: float | None = field(None, "limit of the 2D orientation cue (VPT): its rule's test accuracy "
-                                              "and |AUC - 0.5| + 0.5 (null: reported only, kept out of the all-cue "
-                                              "regression)", range=(0, 1))
-    beyond_chance: bool = field(True, "a figure outside its limits fails only when its 95% CI excludes 0.5")
-
-    def __post_init__(self):
-        validate_config(self)  # each field's declared range (tasks/schema.py), then the bands' order
-        for lo, hi in (("vpt_auc_low", "vpt_auc_high"), ("vpt_pixel_low", "vpt_pixel_high"),
-                       ("depth_auc_low", "depth_auc_high")):
-            a, b = getattr(self, lo), getattr(self, hi)
-            if not a <= b:
-                raise ConfigError(f"audit.{lo}={a}, audit.{hi}={b}: need {lo} <= {hi}")
-
-    def gate(self, task: str, kind: str, name: str | None = None) -> tuple[float, float] | None:
-        """(low, high) limits for a row of ``kind`` in ``task`` (``name``: the cue or rule), or None when the
-        row is only reported."""
-        if task == "vpt" and name in ORIENTATION:
-            hi = self.vpt_orientation_max
-            if hi is None:
-                return None
-            return (min(1 - hi, hi), max(1 - hi, hi)) if kind == "cue_auc" else (0.0, hi)
-        if kind == "cue_auc":
-            return (getattr(self, f"{task}_auc_low"), getattr(self, f"{task}_auc_high"))
-        if kind == "rule":
-            return (0.0, getattr(self, f"{task}_rule_max"))
-        if kind == "cue_logreg":
-            hi = getattr(self, f"{task}_cue_logreg_max")
-            return None if hi is None else (0.0, hi)
-        if kind == "pixel_logreg":
-            if task == "vpt":
-                return (self.vpt_pixel_low, self.vpt_pixel_high)
-            return None if self.depth_pixel_max is None else (0.0, self.depth_pixel_max)
-        return None
 
 
 def object_bounds_columns(scene) -> dict:
@@ -679,7 +584,7 @@ def failure_message(table, out=None) -> str:
     return (f"3D-PC shortcut audit failed {len(bad)} gate(s): {items}. A model could answer these labels from "
             f"2D layout, orientation or raw pixels instead of perspective taking.{where} To keep building while "
             "iterating, pass audit.enforce=false (the audit is still written); to relax a gate, override it, e.g. "
-            "audit.vpt_auc_low=0.3 audit.vpt_auc_high=0.7 (defaults: AuditConfig in tasks/threedpc/shortcuts.py).")
+            "audit.vpt_auc_low=0.3 audit.vpt_auc_high=0.7 (defaults: AuditConfig in tasks/threedpc/config.py).")
 
 
 def audit_markdown(table, cfg: AuditConfig) -> str:
