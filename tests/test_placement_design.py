@@ -272,15 +272,23 @@ def test_support_mesh_moved_from_the_origin_equals_the_parts_built_in_place():
     121 positions per attempt); vertices and faces must be bit for bit those of the parts built in place."""
     from scenes.props import SUPPORT_KINDS, Support, support_mesh_reference
 
+    from scenes.props import _pillar_mesh
+
     rng = np.random.default_rng(3)
-    for k in range(40):
+    for k in range(400):
         kind = SUPPORT_KINDS[k % 2]
         bottom = float(rng.uniform(-0.2, 0.3))
         s = Support(kind, tuple(rng.uniform(-5, 5, 2)), bottom, bottom + float(rng.uniform(0.05, 1.5)),
                     float(rng.uniform(0.05, 0.6)), yaw_deg=float(rng.uniform(-180, 180)))
+        if k % 50 == 7:  # also the sizes near 1 where trimesh's identity shortcut skips a transform
+            s = Support(kind, (0.0, 0.0), 0.0, 1.0 + 1e-10, 2.0 + 1e-10)
         fast, ref = s.mesh(), support_mesh_reference(s)
         assert np.asarray(fast.vertices).tobytes() == np.asarray(ref.vertices).tobytes()
         assert np.array_equal(fast.faces, ref.faces)
+        if kind != "box":  # the arrays-only pillar (built at xy, not moved there)
+            bare = _pillar_mesh(s)
+            assert np.asarray(bare.vertices).tobytes() == np.asarray(ref.vertices).tobytes()
+            assert np.array_equal(bare.faces, ref.faces)
 
 
 def test_cross3_is_numpy_cross_bit_for_bit():
