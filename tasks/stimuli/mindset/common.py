@@ -16,7 +16,8 @@ Stable API (additions only; the illusion and shape groups build on it):
   :func:`disc`, :func:`segment`, :func:`polyline`, :func:`polygon`, :func:`ring`, :func:`rect`, the set
   operations :func:`union`, :func:`difference`, :func:`intersection`, :func:`translate`) painted with
   :func:`paint`; many long straight strokes at once with :func:`strokes_coverage`; text with the DejaVu fonts
-  matplotlib ships (:func:`text_coverage`, :func:`paint_coverage`);
+  matplotlib ships (:func:`text_coverage`, :func:`paint_coverage`; many turned glyphs at once, PIL's
+  rotate pixels bit for bit: :func:`stamp_glyphs`);
 * :func:`item_rng` — a per-item generator seeded from (dataset seed, item coordinates);
 * :func:`schema_problems` — the property every MindSet output must have (every row a file, every file a
   row, typed columns, the declared conditions), used by the tests of every MindSet group.
