@@ -576,7 +576,9 @@ def text_coverage_reference(text: str, size_px: int, font: str = "DejaVuSans", r
 # The arithmetic is PIL 10-13's for a bilinear rotate of an "L" image with expand=True (read for the facts:
 # Image.rotate builds the output-to-input affine below; libImaging/Geometry.c samples each output pixel
 # centre through it in double precision, zero outside the input, bilinear between the clamped neighbours,
-# truncated to uint8), so the pixels are PIL's bit for bit (tests: text_coverage vs text_coverage_reference).
+# truncated to uint8), so the pixels are PIL's bit for bit where PIL's C is compiled without fused
+# multiply-adds (x86-64 wheels; tests: text_coverage vs text_coverage_reference). A Pillow built with them
+# (e.g. arm64) rounds a few sample positions otherwise; this turn is the same on every machine.
 QUARTER_TURN, AFFINE_TURN = 0, 1  # modes of one turn: a multiple of 90° (exact transposes), or general
 
 
@@ -749,11 +751,12 @@ def stamp_glyphs(tex: np.ndarray, atlas: GlyphAtlas, glyphs, turns, cx, cy) -> i
 
 
 def stamp_glyphs_reference(tex: np.ndarray, atlas: GlyphAtlas, glyphs, turns, cx, cy) -> int:
-    """Plain twin of :func:`stamp_glyphs`: each glyph by :func:`text_coverage_reference` (PIL), placed one by one."""
+    """Plain twin of :func:`stamp_glyphs`: each glyph by :func:`text_coverage`, placed one by one with NumPy
+    (the turn itself is :func:`turn_glyph`'s, which tests compare with PIL's)."""
     n = 0
     k = len(atlas.sizes)
     for g, t, x, y in zip(glyphs, turns, cx, cy):
-        cov = text_coverage_reference(atlas.texts[g // k], atlas.sizes[g % k], atlas.font, float(t))
+        cov = text_coverage(atlas.texts[g // k], atlas.sizes[g % k], atlas.font, float(t))
         u8 = np.round(cov * 255).astype(np.uint8)
         h, w = cov.shape
         r0, c0 = int(round(y - h / 2)), int(round(x - w / 2))

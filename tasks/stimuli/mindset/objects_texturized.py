@@ -28,7 +28,7 @@ from ..registry import ConfigError, Item, field
 from ._objects import WHITE_ON_BLACK, ObjectsConfig, compose, library_categories, object_alpha
 from .common import (SUPERSAMPLE, MindsetConfig, background_params, background_rgb, check_order, check_rgb, coverage,
                      coverage_box, glyph_atlas, item_rng, new_canvas, paint_coverage, polygon, register_mindset,
-                     segment, stamp_glyphs, text_coverage_reference, to_uint8)
+                     segment, stamp_glyphs, text_coverage, to_uint8)
 from .objects_drawings import REFERENCE, object_items
 
 CHARACTERS = string.ascii_letters + string.digits
@@ -229,7 +229,7 @@ def texture_alpha_reference(cfg, size: int, rng: np.random.Generator,
                 reach = font * 1.5  # a turned glyph's half-diagonal is below 1.5 em
                 if cy + reach < box[0] or cy - reach > box[1] or cx + reach < box[2] or cx - reach > box[3]:
                     continue
-                n += _stamp_glyph(tex, text_coverage_reference(ch, font, "DejaVuSans", turn), cx, cy)
+                n += _stamp_glyph(tex, text_coverage(ch, font, "DejaVuSans", turn), cx, cy)
         return tex, {"texture": "characters", "n_elements": n}
     slope = float(rng.uniform(0, 180))
     d = np.array([np.cos(np.radians(slope)), np.sin(np.radians(slope))]) * cfg.line_length / 2
