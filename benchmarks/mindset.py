@@ -30,7 +30,9 @@ included (``resource.getrusage(RUSAGE_CHILDREN)`` around the child) — are reco
 each in RESULTS.jsonl. A run is resumable: datasets already in the file are skipped, so a run cut short (a
 shared machine, a deadline) goes on where it stopped. The table printed at the end gives CPU s per dataset and
 their sum / 2, the wall time on 2 idle cores when both cores are busy throughout (CPU seconds hardly depend on
-the neighbours' load, wall seconds do).
+the neighbours' load, wall seconds do). The baseline workload's CPU seconds, measured just before each dataset,
+are recorded beside it (``baseline_cpu_s``) and the table gives each dataset's CPU / baseline, so runs on
+differently loaded machines (or before / after a change) compare as ratios.
 """
 from __future__ import annotations
 
@@ -46,8 +48,9 @@ _here = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
 
 
-def baseline() -> float:
-    """Seconds to PNG-encode 500 copies of a fixed 224×224 RGB stimulus (a disc and a grating)."""
+def baseline(clock=time.perf_counter) -> float:
+    """Seconds (of ``clock``: wall by default, ``time.process_time`` for CPU) to PNG-encode 500 copies of a
+    fixed 224×224 RGB stimulus (a disc and a grating)."""
     import numpy as np
 
     from infra.images import png_bytes
@@ -56,10 +59,10 @@ def baseline() -> float:
     g = 127.5 + 127.5 * np.cos(0.3 * xx)
     g[(xx - 112) ** 2 + (yy - 112) ** 2 < 50 ** 2] = 200
     img = np.repeat(g.astype(np.uint8)[:, :, None], 3, axis=2)
-    t = time.perf_counter()
+    t = clock()
     for _ in range(500):
         png_bytes(img)
-    return time.perf_counter() - t
+    return clock() - t
 
 
 def cpu_cost(name: str, sample: int) -> tuple[float, float]:
@@ -102,6 +105,7 @@ def cpu_total(names: list[str], results: Path, workers: int) -> None:
         if name in done:
             continue
         out = Path(tempfile.mkdtemp(prefix="vantage-mindset-cpu-", dir=ram))
+        base = baseline(time.process_time)  # the fixed workload's CPU s just before: runs compare as ratios
         try:
             r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             t = time.perf_counter()
@@ -115,18 +119,20 @@ def cpu_total(names: list[str], results: Path, workers: int) -> None:
             shutil.rmtree(out, ignore_errors=True)
         cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
         done[name] = {"name": name, "images": n, "cpu_s": round(cpu, 2), "wall_s": round(wall, 2),
-                      "load": round(os.getloadavg()[0], 1), "workers": workers,
+                      "load": round(os.getloadavg()[0], 1), "workers": workers, "baseline_cpu_s": round(base, 4),
                       "date": time.strftime("%Y-%m-%d %H:%M", time.gmtime())}
         with results.open("a") as f:
             f.write(json.dumps(done[name]) + "\n")
         print(f"{name}: {n} images, {cpu:.1f} CPU s, {wall:.1f} wall s", file=sys.stderr, flush=True)
-    print("| dataset | images | user + sys CPU s | wall s (shared machine) |\n|---|---:|---:|---:|")
+    print("| dataset | images | user + sys CPU s | CPU s / baseline CPU s | wall s (shared machine) |\n"
+          "|---|---:|---:|---:|---:|")
     rows = [done[n] for n in names if n in done]
     for r in rows:
-        print(f"| {r['name']} | {r['images']:,} | {r['cpu_s']:.1f} | {r['wall_s']:.1f} |")
+        ratio = f"{r['cpu_s'] / r['baseline_cpu_s']:.0f}" if r.get("baseline_cpu_s") else "—"
+        print(f"| {r['name']} | {r['images']:,} | {r['cpu_s']:.1f} | {ratio} | {r['wall_s']:.1f} |")
     cpu = sum(r["cpu_s"] for r in rows)
     print(f"| **total ({len(rows)} of {len(names)})** | **{sum(r['images'] for r in rows):,}** | **{cpu:.0f}** | "
-          f"**{sum(r['wall_s'] for r in rows):.0f}** |")
+          f"| **{sum(r['wall_s'] for r in rows):.0f}** |")
     print(f"\nprojection on 2 idle cores: CPU / 2 = {cpu / 2:.0f} s = {cpu / 120:.1f} min")
 
 

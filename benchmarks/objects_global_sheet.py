@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
+GAP = 128  # grey frames and gaps: neither ink nor background in either polarity
+
 
 def sheet(folder: Path, sets: int, tile: int = 112) -> np.ndarray:
     """uint8 [rows, cols] grey sheet of the first ``sets`` sets per category of a generated dataset."""
@@ -28,8 +30,8 @@ def sheet(folder: Path, sets: int, tile: int = 112) -> np.ndarray:
             for cond in ("whole", "fragmented", "frankenstein"):
                 f = df[(df.set_id == s) & (df.condition == cond)].file_name.iloc[0]
                 im = Image.open(folder / f).convert("L").resize((tile - 2, tile - 2), Image.BOX)
-                tiles.append(np.pad(np.asarray(im), ((1, 1), (1, 1)), constant_values=255))
-            tiles.append(np.full((tile, 10), 255, np.uint8))
+                tiles.append(np.pad(np.asarray(im), ((1, 1), (1, 1)), constant_values=GAP))
+            tiles.append(np.full((tile, 10), GAP, np.uint8))
         rows.append(np.concatenate(tiles[:-1], 1))
     return np.concatenate(rows, 0)
 

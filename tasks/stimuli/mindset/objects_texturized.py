@@ -27,8 +27,8 @@ import numpy as np
 from ..registry import ConfigError, Item, field
 from ._objects import WHITE_ON_BLACK, ObjectsConfig, compose, library_categories, object_alpha
 from .common import (SUPERSAMPLE, MindsetConfig, background_params, background_rgb, check_order, check_rgb, coverage,
-                     coverage_box, item_rng, new_canvas, paint_coverage, polygon, register_mindset, segment,
-                     text_coverage, text_image_size, to_uint8)
+                     coverage_box, glyph_atlas, item_rng, new_canvas, paint_coverage, polygon, register_mindset,
+                     segment, stamp_glyphs, text_coverage, to_uint8)
 from .objects_drawings import REFERENCE, object_items
 
 CHARACTERS = string.ascii_letters + string.digits
@@ -84,27 +84,7 @@ def texture_alpha(cfg, size: int, rng: np.random.Generator, where: np.ndarray | 
         return sat[yb, xb] - sat[ya, xb] - sat[yb, xa] + sat[ya, xa] == 0
 
     if cfg.texture == "characters":
-        step = (cfg.font_min + cfg.font_max) / 2 * 0.9
-        n = 0
-        for y in np.arange(-step / 2, size + step, step):
-            for x in np.arange(-step / 2, size + step, step):
-                ch = CHARACTERS[int(rng.integers(len(CHARACTERS)))]
-                font = int(rng.integers(cfg.font_min, cfg.font_max + 1))
-                turn = float(rng.uniform(-cfg.max_rotation, cfg.max_rotation))
-                cx, cy = x + rng.uniform(-step / 4, step / 4), y + rng.uniform(-step / 4, step / 4)
-                reach = font * 1.5  # a turned glyph's half-diagonal is below 1.5 em
-                if cy + reach < box[0] or cy - reach > box[1] or cx + reach < box[2] or cx - reach > box[3]:
-                    continue
-                # the turned, cropped glyph's block lies within m px of its centre: half of its unturned
-                # image's width + height (the turned box's extent), + 0.5 for the placement's rounding and
-                # + 2.5 to spare (measured: every glyph, 4-120 px, any angle, fits with >= 1 px left over)
-                w0, h0 = text_image_size(ch, font, "DejaVuSans")
-                m = (w0 + h0) / 2 + 3
-                if 0 < cx < size and 0 < cy < size and misses(cy - m, cy + m, cx - m, cx + m):
-                    n += 1  # its block meets the canvas (it holds the centre), but no pixel of the shape
-                    continue
-                n += _stamp_glyph(tex, text_coverage(ch, font, "DejaVuSans", turn), cx, cy)
-        return tex, {"texture": "characters", "n_elements": n}
+        return _characters(cfg, size, rng, box, sat)
     slope = float(rng.uniform(0, 180))
     d = np.array([np.cos(np.radians(slope)), np.sin(np.radians(slope))]) * cfg.line_length / 2
     s = cfg.line_spacing
@@ -129,6 +109,52 @@ def texture_alpha(cfg, size: int, rng: np.random.Generator, where: np.ndarray | 
                 block = tex[r0:r1, c0:c1]
                 np.maximum(block, cov, out=block)
     return tex, {"texture": "lines", "n_elements": n, "line_slope_deg": round(slope, 4)}
+
+
+def _characters(cfg, size: int, rng: np.random.Generator, box, sat) -> tuple[np.ndarray, dict]:
+    """The character texture of :func:`texture_alpha`: the elements are drawn from ``rng`` one by one (the
+    stream of :func:`texture_alpha_reference`), then the ones that may touch the shape are turned and stamped
+    in one compiled pass (:func:`common.stamp_glyphs`, PIL's pixels bit for bit) into a uint8 canvas: the max
+    of coverages u / 255 is the max of the u, so the float texture is the reference's exactly."""
+    step = (cfg.font_min + cfg.font_max) / 2 * 0.9
+    sizes = tuple(range(cfg.font_min, cfg.font_max + 1))
+    atlas = glyph_atlas(tuple(CHARACTERS), sizes, "DejaVuSans")
+    glyphs, turns, xs, ys = [], [], [], []
+    for y in np.arange(-step / 2, size + step, step):
+        for x in np.arange(-step / 2, size + step, step):
+            ch = int(rng.integers(len(CHARACTERS)))
+            font = int(rng.integers(cfg.font_min, cfg.font_max + 1))
+            turn = float(rng.uniform(-cfg.max_rotation, cfg.max_rotation))
+            cx, cy = x + rng.uniform(-step / 4, step / 4), y + rng.uniform(-step / 4, step / 4)
+            reach = font * 1.5  # a turned glyph's half-diagonal is below 1.5 em
+            if cy + reach < box[0] or cy - reach > box[1] or cx + reach < box[2] or cx - reach > box[3]:
+                continue
+            glyphs.append(ch * len(sizes) + font - cfg.font_min)
+            turns.append(turn)
+            xs.append(cx)
+            ys.append(cy)
+    tex = np.zeros((size, size), np.uint8)
+    n = 0
+    if glyphs:
+        g, cx, cy = np.array(glyphs, np.int64), np.array(xs), np.array(ys)
+        keep = np.ones(len(g), bool)
+        if sat is not None:
+            # the turned, cropped glyph's block lies within m px of its centre: half of its unturned image's
+            # width + height (the turned box's extent), + 0.5 for the placement's rounding and + 2.5 to spare
+            # (measured: every glyph, 4-120 px, any angle, fits with >= 1 px left over)
+            m = (atlas.w[g] + atlas.h[g]) / 2 + 3
+            ya, yb, xa, xb = (np.clip(np.floor(cy - m), 0, size).astype(np.int64),
+                              np.clip(np.ceil(cy + m), 0, size).astype(np.int64),
+                              np.clip(np.floor(cx - m), 0, size).astype(np.int64),
+                              np.clip(np.ceil(cx + m), 0, size).astype(np.int64))
+            empty = (yb <= ya) | (xb <= xa) | (sat[yb, xb] - sat[ya, xb] - sat[yb, xa] + sat[ya, xa] == 0)
+            # its block meets the canvas (it holds the centre) but no pixel of the shape: counted, not drawn
+            skip = empty & (cx > 0) & (cx < size) & (cy > 0) & (cy < size)
+            n += int(skip.sum())
+            keep = ~skip
+        idx = np.flatnonzero(keep)
+        n += stamp_glyphs(tex, atlas, g[idx], [turns[i] for i in idx], cx[idx], cy[idx])
+    return tex.astype(np.float32) / 255.0, {"texture": "characters", "n_elements": n}
 
 
 _BATCH_SAMPLES = 1 << 21
