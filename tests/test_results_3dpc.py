@@ -413,3 +413,27 @@ def test_old_and_new_spellings_make_the_config_the_old_parser_made(old, new, con
     warning = capsys.readouterr().err
     assert warning.startswith("warning: --build --results") and warning.count("\n") == 1
     assert "deprecated spelling" in warning and "write python -m eval.results_3dpc run build=b results=r" in warning
+
+
+def test_page_shows_an_unfinished_fine_tuning_by_its_validation_curve(experiment, tmp_path):
+    """A fine-tuning run with a resume checkpoint and no result rows yet (paused or still running) is listed
+    with its epochs and validation accuracy per epoch, read from the checkpoint; no accuracy row is made of it."""
+    import shutil
+
+    from eval.finetune import load_checkpoint
+
+    res = tmp_path / "results"
+    shutil.copytree(experiment["res"], res)
+    ft = R.read_results(res, "summary").drop_duplicates("run_id")
+    rid = ft[(ft["method"] == "finetune") & (ft["task"] == "3dpc/vpt")]["run_id"].iloc[0]
+    assert (res / "checkpoints" / rid / "last.pt").is_file()
+    for sub in ("summary", "trials"):  # as before its last epoch: a checkpoint, no rows
+        for f in (res / sub).glob(f"{rid}*"):
+            f.unlink()
+    state = load_checkpoint(res / "checkpoints" / rid / "last.pt")["state"]
+    _main("page", f"results={res}", f"out={tmp_path / 'results.md'}", "n_boot=200")
+    text = (tmp_path / "results.md").read_text()
+    part = text.split("### Fine-tuning in progress")[1].split("##")[0]
+    curve = ", ".join(f"{h['val_accuracy']:.3f}" for h in state["history"])
+    assert re.search(rf"^\| {re.escape(rid)} \| {int(state['epoch']) + 1} \| {re.escape(curve)} \|", part, flags=re.M)
+    assert rid not in text.split("## Provenance")[1], "no accuracy row is made of an unfinished run"
