@@ -11,6 +11,7 @@ on code paths no other test runs.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,14 +38,27 @@ def _modules() -> dict[str, Path]:
     return mods
 
 
+@functools.lru_cache(maxsize=None)
 def _imports(module: str, path: Path) -> list[tuple[int, str, str]]:
-    """(line, imported module, source text) for every import statement anywhere in the file."""
-    tree = ast.parse(path.read_text(), filename=str(path))
+    """(line, imported module, source text) for every import statement anywhere in the file (read once)."""
+    source = path.read_text()
+    lines = source.splitlines()
+    tree = ast.parse(source, filename=str(path))
+
+    def segment(node) -> str | None:  # ast.get_source_segment without re-splitting the file per statement
+        if node.end_lineno is None:
+            return None
+        chunk = lines[node.lineno - 1:node.end_lineno]
+        if len(chunk) == 1:
+            return chunk[0].encode()[node.col_offset:node.end_col_offset].decode()
+        first, last = chunk[0].encode()[node.col_offset:].decode(), chunk[-1].encode()[:node.end_col_offset].decode()
+        return "\n".join([first, *chunk[1:-1], last])
+
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            out += [(node.lineno, a.name, ast.get_source_segment(path.read_text(), node) or a.name) for a in node.names]
+            out += [(node.lineno, a.name, segment(node) or a.name) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
@@ -53,7 +67,7 @@ def _imports(module: str, path: Path) -> list[tuple[int, str, str]]:
             else:
                 target = node.module or ""
             names = [f"{target}.{a.name}" for a in node.names] if not node.module or node.level else []
-            text = ast.get_source_segment(path.read_text(), node) or target
+            text = segment(node) or target
             out.append((node.lineno, target, text))
             out += [(node.lineno, n, text) for n in names]  # ``from . import x`` imports module x
     return out
