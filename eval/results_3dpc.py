@@ -3,7 +3,7 @@ results page generated from its results folder.
 
     python -m eval.results_3dpc run  build=out/3dpc results=out/results_3dpc       # resumable
     python -m eval.results_3dpc cost build=out/3dpc results=out/results_3dpc       # one fine-tuning epoch, timed
-    python -m eval.results_3dpc page results=out/results_3dpc out=docs/results.md  # figures in docs/img/
+    python -m eval.results_3dpc page results=out/results_3dpc out=docs/results.md build=out/3dpc  # figures in docs/img/
 
 Settings are ``key=value`` (``infra.cli``; ``python -m eval.results_3dpc <command> --help`` lists them: e.g.
 ``steps=probe,layers``, ``observers=[timm:tf_efficientnet_lite0@random]``, ``progress=false``). The first
@@ -816,6 +816,8 @@ class PageOptions:
     out: str = S.field("docs/results.md", "the page (Markdown)")
     img: str | None = S.field(None, "figure folder (null: <out's folder>/img)")
     n_boot: int = S.field(10_000, "bootstrap resamples of the page's CIs", check=S.at_least(100))
+    build: str | None = S.field(None, "the 3D-PC build the runs used (null: no comparison with the build's "
+                                "no-network baselines, its shortcut audit)")
 
 
 def _run_job(o: RunOptions) -> str:
@@ -841,7 +843,7 @@ def _cost_job(o: CostOptions) -> str:
 
 
 def _page_job(o: PageOptions) -> str:
-    return f"wrote {write_page(o.results, o.out, o.img, n_boot=o.n_boot)}"
+    return f"wrote {write_page(o.results, o.out, o.img, n_boot=o.n_boot, build=o.build)}"
 
 
 COMMANDS = {  # name -> (settings, job, what it does, its usage line)

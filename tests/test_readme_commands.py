@@ -313,6 +313,11 @@ def work(tmp_path_factory):
     w = tmp_path_factory.mktemp("readme")
     for b in ("out/demo_3dpc", "out/3dpc"):
         _threedpc_build(w / b)
+    # its shortcut audit as a build writes it (the results page's no-network baselines read it)
+    pd.DataFrame([{"task": t, "kind": k, "name": n, "value": v, "ci_low": v - 0.05, "ci_high": v + 0.05}
+                  for t, k, n, v in (("depth", "pixel_logreg", "pixels", 0.7), ("depth", "rule", "rule", 0.7),
+                                     ("vpt", "pixel_logreg", "pixels", 0.5), ("vpt", "rule", "rule", 0.5))]
+                 ).to_parquet(w / "out" / "3dpc" / "shortcut_audit.parquet")
     _image_folder(w / "out" / "ab", ["a", "b"], splits=("test",))
     _image_folder(w / "out" / "six", [f"c{i}" for i in range(6)], splits=("test",), per=1)
     _image_folder(w / "src_images", ["cats", "dogs"], splits=("",), per=1)

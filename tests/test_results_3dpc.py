@@ -437,3 +437,34 @@ def test_page_shows_an_unfinished_fine_tuning_by_its_validation_curve(experiment
     curve = ", ".join(f"{h['val_accuracy']:.3f}" for h in state["history"])
     assert re.search(rf"^\| {re.escape(rid)} \| {int(state['epoch']) + 1} \| {re.escape(curve)} \|", part, flags=re.M)
     assert rid not in text.split("## Provenance")[1], "no accuracy row is made of an unfinished run"
+
+
+def test_page_sets_probes_beside_the_builds_no_network_baselines(experiment, tmp_path):
+    """With ``build=``, the page sets each test-split probe beside the build's shortcut-audit baselines (raw-pixel
+    regression, best one-line rule) and says whether the probe's CI lies above, below or around the pixel
+    figure; a build other than the runs' one is refused by its manifest digest."""
+    import shutil
+
+    build = tmp_path / "build"
+    shutil.copytree(experiment["build"], build)
+    rows = [{"task": t, "kind": k, "name": n, "value": v, "ci_low": v - 0.05, "ci_high": v + 0.05}
+            for t, k, n, v in (("depth", "pixel_logreg", "pixels", 0.91), ("depth", "rule", "r1", 0.6),
+                               ("depth", "rule", "r2", 0.7), ("vpt", "pixel_logreg", "pixels", 0.12),
+                               ("vpt", "rule", "r3", 0.52))]
+    pd.DataFrame(rows).to_parquet(build / "shortcut_audit.parquet")
+    _main("page", f"results={experiment['res']}", f"out={tmp_path / 'r.md'}", "n_boot=200", f"build={build}")
+    text = (tmp_path / "r.md").read_text()
+    part = text.split("## Probes beside what needs no network")[1].split("## Statistical tests")[0]
+    assert re.search(r"^\| Depth order \| 0\.910 \[0\.860, 0\.960\] \| 0\.700 \(r2\) \|", part, flags=re.M)
+    assert re.search(r"^\| VPT-basic \| 0\.120 \[0\.070, 0\.170\] \| 0\.520 \(r3\) \|", part, flags=re.M)
+    acc = {m.group(1): (float(m.group(2)), float(m.group(3)), m.group(4))
+           for m in re.finditer(r"^- (Depth order|VPT-basic), small_cnn \(random\): probe [\d.]+ \[([\d.]+), ([\d.]+)\] "
+                                r"is (above|below|not distinguishable from) the raw-pixel", part, flags=re.M)}
+    assert set(acc) == {"Depth order", "VPT-basic"}
+    for task, pix in (("Depth order", 0.91), ("VPT-basic", 0.12)):
+        lo, hi, rel = acc[task]
+        assert rel == ("above" if lo > pix else "below" if hi < pix else "not distinguishable from")
+    (build / "manifest.json").write_text((build / "manifest.json").read_text().replace("{", '{"x": 1, ', 1))
+    with pytest.raises(SystemExit) as e:
+        _main("page", f"results={experiment['res']}", f"out={tmp_path / 'r2.md'}", "n_boot=200", f"build={build}")
+    assert e.value.code == 2 and not (tmp_path / "r2.md").exists()
