@@ -75,3 +75,25 @@ def pytest_configure(config):
     if os.environ.get("PYTEST_XDIST_WORKER"):
         for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
             os.environ.setdefault(k, "1")
+
+
+@pytest.fixture(scope="session")
+def eval_cli():
+    """``python -m eval <args>`` through one fork server per test process (tests/forkserver.py: numpy, pandas,
+    torch, Hydra ... imported once, a fresh forked child per call, as ``python -m`` runs it): saves the 1.5-3 s of
+    imports a new interpreter pays per call. Call it as ``eval_cli(*args, env=..., cwd=..., timeout=...)``; it
+    returns a :class:`subprocess.CompletedProcess` (``args`` are the module's arguments after ``-m eval``).
+    tests/test_cli_errors.py::test_forkserver_matches_a_subprocess compares the server with a real subprocess."""
+    import os
+    import subprocess
+
+    from forkserver import WARM, ForkServer
+
+    root = Path(__file__).resolve().parents[1]
+    pythonpath = os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p)
+    with ForkServer(WARM + ["timm"], pythonpath=pythonpath) as srv:  # timm: every model-loading command
+        def run(*args, env=None, cwd=None, timeout=600):
+            r = srv.run(["eval", *map(str, args)], cwd or root, env if env is not None else dict(os.environ), timeout)
+            return subprocess.CompletedProcess(["eval", *args], r["rc"], r["stdout"], r["stderr"])
+
+        yield run

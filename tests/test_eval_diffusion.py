@@ -3,8 +3,6 @@ tests build and train themselves (eval/diffusion_tiny.py): no downloads."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -232,14 +230,15 @@ def test_prompts_default_to_the_papers_for_3dpc_and_are_config_elsewhere(toy_tas
             DiffusionConfig(**bad)
 
 
-def test_cli_runs_the_classifier_and_reports_bad_input(tiny_trained, toy_task, tmp_path):
+def test_cli_runs_the_classifier_and_reports_bad_input(tiny_trained, toy_task, tmp_path, eval_cli):
+    """``python -m eval diffusion`` (forked from a warm server, tests/conftest.py: eval_cli)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    base = [sys.executable, "-m", "eval", "diffusion", f"model=diffusion:{tiny_trained[0]}", f"task={toy_task.root}",
+    base = ["diffusion", f"model=diffusion:{tiny_trained[0]}", f"task={toy_task.root}",
             f"out={tmp_path / 'res'}", "diffusion.samples=[4]", "diffusion.n_boot=200", "progress=false", "threads=1"]
-    r = subprocess.run(base + ["diffusion.template='a {class}'"], env=env, capture_output=True, text=True, timeout=300)
+    r = eval_cli(*base, "diffusion.template='a {class}'", env=env, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "accuracy" in r.stdout and len(R.read_results(tmp_path / "res")) == N_HELD_OUT
-    r = subprocess.run(base, env=env, capture_output=True, text=True, timeout=300)  # no prompts for this task
+    r = eval_cli(*base, env=env, timeout=300)  # no prompts for this task
     assert r.returncode == 2 and r.stderr.startswith("error:") and "template" in r.stderr, r.stderr
     with pytest.raises(DiffusionError, match="nope: no such folder"):
         load_diffusion(str(tmp_path / "nope"))

@@ -23,11 +23,18 @@ def small_build(tiny_3dpc):
     return tiny_3dpc
 
 
-def run(*args, env_extra=None):
-    env = {**os.environ, "VANTAGE_CACHE": env_extra or os.environ.get("VANTAGE_CACHE", ""), "HF_HUB_OFFLINE": "1"}
-    p = subprocess.run([sys.executable, "-m", "eval", *args], capture_output=True, text=True, cwd=ROOT, env=env,
-                       timeout=600)
-    return p
+@pytest.fixture
+def run(eval_cli):
+    """``python -m eval <args>`` in a fresh process forked from a warm server (tests/conftest.py: eval_cli), or
+    with ``fresh=True`` in a new interpreter (the first probe run below: a true end-to-end run in the default suite)."""
+    def run(*args, env_extra=None, fresh=False):
+        env = {**os.environ, "VANTAGE_CACHE": env_extra or os.environ.get("VANTAGE_CACHE", ""), "HF_HUB_OFFLINE": "1"}
+        if fresh:
+            return subprocess.run([sys.executable, "-m", "eval", *args], capture_output=True, text=True, cwd=ROOT,
+                                  env=env, timeout=600)
+        return eval_cli(*args, env=env, cwd=ROOT, timeout=600)
+
+    return run
 
 
 def test_task_views_of_the_build(small_build):
@@ -46,11 +53,11 @@ def test_task_views_of_the_build(small_build):
         load_task(small_build, "colour")
 
 
-def test_probe_cli_sweep_and_stats(small_build, tmp_path):
+def test_probe_cli_sweep_and_stats(small_build, tmp_path, run):
     res, cache = tmp_path / "results", tmp_path / "cache"
     common = [f"task={small_build}", "target=depth", f"out={res}", "pretrained=false", "progress=false",
               "probe.seeds=[0,1]", "probe.n_boot=500"]
-    p = run("probe", "model=timm:test_resnet", *common, env_extra=str(cache))
+    p = run("probe", "model=timm:test_resnet", *common, env_extra=str(cache), fresh=True)
     assert p.returncode == 0, p.stderr[-2000:]
     assert "embeddings computed" in p.stdout
     trials = R.read_results(res, "trials")
@@ -115,7 +122,7 @@ def test_probe_cli_sweep_and_stats(small_build, tmp_path):
     assert set(obs["observer_type"]) == {"human", "model"}
 
 
-def test_cli_errors_are_clear(small_build, tmp_path):
+def test_cli_errors_are_clear(small_build, tmp_path, run):
     p = run("probe", f"task={small_build}", f"out={tmp_path}")
     assert p.returncode == 2 and "missing required setting model" in p.stderr
     p = run("probe", "model=resnet18", f"task={small_build}", f"out={tmp_path}")
@@ -135,7 +142,7 @@ def test_cli_errors_are_clear(small_build, tmp_path):
     assert p.stdout.strip() == "timm:test_resnet,timm:test_vit,timm:test_efficientnet"
 
 
-def test_finetune_cli_pauses_and_resumes(small_build, tmp_path):
+def test_finetune_cli_pauses_and_resumes(small_build, tmp_path, run):
     args = ["finetune", "model=timm:test_resnet", "pretrained=false", f"task={small_build}", "target=vpt",
             f"out={tmp_path}", "progress=false", "finetune.epochs=2", "finetune.n_boot=200"]
     p = run(*args, "epochs_per_invocation=1")

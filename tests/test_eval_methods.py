@@ -141,7 +141,7 @@ def test_two_processes_same_key_compute_once(tmp_path):
     assert len(entries) == 1 and not list((tmp_path / "cache").rglob("*.partial"))
 
 
-def test_finetune_learns_and_resumes_identically(tmp_path):
+def test_finetune_learns_and_resumes_identically(tmp_path, one_thread):
     task = load_task(_image_folder(tmp_path / "ds", n=16, size=32))
     cfg = FinetuneConfig(epochs=3, lr=1e-3, batch_size=8, patience=0, n_boot=200)
     m = load_model("timm:test_resnet", preprocess="shorter_side")
@@ -159,7 +159,18 @@ def test_finetune_learns_and_resumes_identically(tmp_path):
     assert not any(p.requires_grad for p in m.module.parameters())  # the loaded model is left frozen
 
 
-def test_probe_on_a_network_the_test_trains(tmp_path):
+@pytest.fixture
+def one_thread():
+    """One intra-op torch thread for the test: a small CNN's ops on 32-image batches are tiny, and on a shared
+    2-core machine a second thread mostly waits for its descheduled partner (the digit CNN's 25 epochs: 286 s
+    with the default 2 threads, ~50 s with one, measured on the same loaded machine)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_probe_on_a_network_the_test_trains(tmp_path, one_thread):
     """Train a small CNN on generated digits (the abutting-grating dataset's original condition), load it as
     a user model from its weights file and probe it: the probe recovers about the network's own test
     accuracy, far above chance and above the same architecture with random weights."""

@@ -185,13 +185,13 @@ def _refused(p, name: str) -> None:
     assert last and name in last[-1] and "refused to load this checkpoint" in last[-1], p.stderr[-2000:]
 
 
-def test_probe_cli_refuses_planted_weights_with_an_error_line(tmp_path):
-    """``eval probe weights=<planted pickle>`` was refused by torch but ended in a traceback."""
+def test_probe_cli_refuses_planted_weights_with_an_error_line(tmp_path, eval_cli):
+    """``eval probe weights=<planted pickle>`` was refused by torch but ended in a traceback (the command runs
+    in a process forked from a warm server, tests/conftest.py: eval_cli)."""
     marker = tmp_path / "pwned"
     weights = plant(tmp_path / "evil.pth", marker)
-    p = subprocess.run([sys.executable, "-m", "eval", "probe", "model=timm:test_resnet", f"weights={weights}",
-                        f"task={_image_folder(tmp_path / 'ift')}", f"out={tmp_path / 'p'}", "progress=false"],
-                       capture_output=True, text=True, env=_env(tmp_path), timeout=300)
+    p = eval_cli("probe", "model=timm:test_resnet", f"weights={weights}", f"task={_image_folder(tmp_path / 'ift')}",
+                 f"out={tmp_path / 'p'}", "progress=false", env=_env(tmp_path), cwd=tmp_path, timeout=300)
     _refused(p, weights.name)
     assert not marker.exists() and not (tmp_path / "p").exists()
 

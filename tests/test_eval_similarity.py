@@ -3,7 +3,6 @@ distance 0, the batched path against the plain batch-size-1 twin, each image com
 the expected order for a model that sees the manipulated feature (with its sign-flip test), user metrics
 and the CLI."""
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -154,16 +153,15 @@ def test_user_metric_by_import_path(tmp_path, bright):
         run_similarity(bright, tmp_path / "d", "m", SimilarityConfig(reference="base", layers=("conv9",)), tmp_path / "r3")
 
 
-def test_similarity_cli(tmp_path):
+def test_similarity_cli(tmp_path, eval_cli):
+    """``python -m eval similarity``, a good and a bad run, each forked from a warm server (tests/conftest.py)."""
     grey_sets(tmp_path / "d", n_sets=4)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    base = [sys.executable, "-m", "eval", "similarity", "model=timm:test_resnet", "pretrained=false",
-            f"task={tmp_path / 'd'}", "similarity.n_boot=200", "similarity.n_perm=200"]
-    runs = [subprocess.Popen(base + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-            for args in (["similarity.reference=base", f"out={tmp_path / 'r'}"],
-                         ["similarity.reference=orig", f"out={tmp_path / 'r2'}"])]
-    outs = [r.communicate(timeout=300) for r in runs]
-    (p, bad) = [subprocess.CompletedProcess(r.args, r.returncode, *o) for r, o in zip(runs, outs)]
+    base = ["similarity", "model=timm:test_resnet", "pretrained=false", f"task={tmp_path / 'd'}",
+            "similarity.n_boot=200", "similarity.n_perm=200"]
+    p, bad = (eval_cli(*base, *args, env=env, cwd=tmp_path, timeout=300)
+              for args in (["similarity.reference=base", f"out={tmp_path / 'r'}"],
+                           ["similarity.reference=orig", f"out={tmp_path / 'r2'}"]))
     assert p.returncode == 0, p.stderr
     assert "same: mean cosine distance 0.0000" in p.stdout
     d = pd.read_parquet(next((tmp_path / "r" / "similarity").glob("*.parquet")))

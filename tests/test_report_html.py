@@ -94,14 +94,12 @@ def test_missing_pieces_are_stated_not_drawn(tmp_path):
         assert text in page, text
 
 
-def test_report_cli_bad_input_exits_2(tmp_path):
+def test_report_cli_bad_input_exits_2(tmp_path, eval_cli):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    p = subprocess.run([sys.executable, "-m", "eval", "report", f"results={tmp_path / 'nope'}"], capture_output=True,
-                       text=True, cwd=ROOT, env=env, timeout=120)
+    p = eval_cli("report", f"results={tmp_path / 'nope'}", env=env, cwd=ROOT, timeout=120)
     assert p.returncode == 2 and "error: results=" in p.stderr and "Traceback" not in p.stderr
     (tmp_path / "empty").mkdir()
-    p = subprocess.run([sys.executable, "-m", "eval", "report", f"results={tmp_path / 'empty'}"], capture_output=True,
-                       text=True, cwd=ROOT, env=env, timeout=120)
+    p = eval_cli("report", f"results={tmp_path / 'empty'}", env=env, cwd=ROOT, timeout=120)
     assert p.returncode == 2 and "no trials or summaries" in p.stderr
 
 
