@@ -91,6 +91,10 @@ def serve(warm: list[str]) -> None:
     reply = sys.stdout
     sys.stdout = sys.stderr  # nothing but replies on the reply channel
     print(json.dumps({"ready": True}), file=reply, flush=True)
+    import atexit
+    import shutil
+
+    atexit.register(shutil.rmtree, tmp, True)  # the children's output files (the children exit with os._exit)
     for line in sys.stdin:
         req = json.loads(line)
         t0 = time.perf_counter()
