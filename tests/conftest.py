@@ -32,7 +32,7 @@ def rand_scene():
 # a file lock makes the first worker build it while the other waits and reuses it.
 
 TINY_3DPC = dict(scenes=["hydrant_01", "hydrant_02", "couch_03", "plant_04"], settings=4, frames=8, size=64,
-                 human_n=4, strategy_steps=6, workers=1)
+                 human_n=4, strategy_steps=4, workers=1)
 """The smallest 3D-PC build that has every part: train/val/test scenes, a VPT-Strategy scene (plant_04),
 a balanced human set; 64 px (sizes are not what these tests check)."""
 
