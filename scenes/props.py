@@ -324,12 +324,16 @@ class Support:
             m.apply_transform(trimesh.transformations.rotation_matrix(math.radians(self.yaw_deg), [0, 0, 1]))
             m.apply_translation([x, y, self.bottom + h / 2])
             return [(m, self.color)]
-        plate = min(0.02, h / 4)
-        foot = _cylinder(0.5 * w, plate, [x, y, self.bottom + plate / 2], 32)
-        col = _cylinder(0.18 * w, h - 2 * plate, [x, y, self.bottom + h / 2], 24)
-        cap = _cylinder(0.5 * w, plate, [x, y, self.top - plate / 2], 32)
+        foot, col, cap = (_cylinder(r, ch, [x, y, z], n) for r, ch, z, n in self.pillar_cylinders())
         dark = tuple(float(c) * 0.8 for c in self.color)
         return [(foot, dark), (col, self.color), (cap, self.color)]
+
+    def pillar_cylinders(self) -> list[tuple[float, float, float, int]]:
+        """A pedestal's foot, column and cap: (radius, height, centre z, sections) each (m)."""
+        h, w = self.height, self.width
+        plate = min(0.02, h / 4)
+        return [(0.5 * w, plate, self.bottom + plate / 2, 32), (0.18 * w, h - 2 * plate, self.bottom + h / 2, 24),
+                (0.5 * w, plate, self.top - plate / 2, 32)]
 
     def mesh(self) -> trimesh.Trimesh:
         """The occluding geometry as one mesh (world coordinates; cached per support: treat as read-only)."""
@@ -394,12 +398,8 @@ def _pillar_mesh(support: Support) -> trimesh.Trimesh:
     matched design draws a new support for most candidates, so the shape cache rarely hits). Bit-identical
     to :func:`support_mesh_reference` (tests/test_placement_design.py)."""
     x, y = support.xy
-    h, w = support.height, support.width
-    plate = min(0.02, h / 4)
     verts, faces, n = [], [], 0
-    for radius, height, z, sections in ((0.5 * w, plate, support.bottom + plate / 2, 32),
-                                        (0.18 * w, h - 2 * plate, support.bottom + h / 2, 24),
-                                        (0.5 * w, plate, support.top - plate / 2, 32)):
+    for radius, height, z, sections in support.pillar_cylinders():
         unit = _unit_cylinder(sections)
         move = np.eye(4)
         move[:3, 3] = np.asarray([x, y, z], dtype=np.float64)
