@@ -221,15 +221,23 @@ def _finetune_seed(task, loaded, initial, ev, cfg, seed, rid, run, epochs_per_in
         epoch = state["epoch"] + 1
         t0 = time.perf_counter()
         model.train()
+        tsum, thit, tn = 0.0, 0, 0  # running training loss and accuracy (train mode: dropout on)
         for x, y in _loader(tr, loaded.transform, cfg, True, seed * 100_003 + epoch):
             if len(y) < 2:
                 continue
             opt.zero_grad(set_to_none=True)
-            F.cross_entropy(model(x.to(device)), y.to(device)).backward()
+            y = y.to(device)
+            logits = model(x.to(device))
+            loss = F.cross_entropy(logits, y)
+            loss.backward()
             opt.step()
+            tsum += loss.item() * len(y)
+            thit += int((logits.argmax(1) == y).sum())
+            tn += len(y)
         _, vloss, vacc = _run_epoch_eval(model, val_loader, device)
         score = vloss if cfg.monitor == "val_loss" else -vacc
-        state["history"].append({"epoch": epoch, "val_loss": vloss, "val_accuracy": vacc})
+        state["history"].append({"epoch": epoch, "val_loss": vloss, "val_accuracy": vacc,
+                                 "train_loss": tsum / max(tn, 1), "train_accuracy": thit / max(tn, 1)})
         if score < state["best_score"] - 1e-12:
             state.update(best_score=score, best_epoch=epoch, best_acc=vacc, since=0)
             best_weights = copy.deepcopy(model.state_dict())

@@ -723,26 +723,28 @@ def validity_section(sweep_md: Path, page_dir: Path) -> str:
     return head + ("\n".join(table) + "\n\n" if table else f"_{sweep_md.name} has no table yet._\n\n")
 
 
-def unfinished_finetunes(results, finished_run_ids) -> pd.DataFrame:
-    """Fine-tuning runs with a resume checkpoint (``<results>/checkpoints/<run>/last.pt``) but no result rows yet:
-    run id, epochs finished, validation accuracy and loss per epoch, best epoch so far. A partial run is shown
-    as what it is (no test accuracy is claimed from it); its checkpoint is read by the safe loader."""
+def finetune_curves(results, finished_run_ids) -> pd.DataFrame:
+    """Every fine-tuning run with a resume checkpoint (``<results>/checkpoints/<run>/last.pt``): run id, whether
+    it has result rows (``finished``), epochs finished, validation accuracy and loss per epoch, training accuracy
+    per epoch (the running accuracy over the epoch's batches in train mode, dropout on; ``-`` for epochs trained
+    before it was recorded), best epoch so far. An unfinished run is shown as what it is (no test accuracy is
+    claimed from it); checkpoints are read by the safe loader."""
     from .finetune import load_checkpoint
 
     rows = []
     for last in sorted(Path(results).glob("checkpoints/*/last.pt")):
         rid = last.parent.name
-        if rid in finished_run_ids:
-            continue
         st = load_checkpoint(last)["state"]
         hist = list(st.get("history", []))
-        rows.append({"run_id": rid, "epochs": int(st["epoch"]) + 1,
+        rows.append({"run_id": rid, "finished": rid in finished_run_ids, "epochs": int(st["epoch"]) + 1,
                      "val_accuracy": ", ".join(f"{h['val_accuracy']:.3f}" for h in hist),
                      "val_loss": ", ".join(f"{h['val_loss']:.4f}" for h in hist),
+                     "train_accuracy": ", ".join(f"{h['train_accuracy']:.3f}" if "train_accuracy" in h else "-"
+                                                 for h in hist),
                      "best_epoch": int(st.get("best_epoch", -1)), "stopped": bool(st.get("stopped", False)),
                      "hours": float(st.get("seconds", 0.0)) / 3600})
-    return pd.DataFrame(rows, columns=["run_id", "epochs", "val_accuracy", "val_loss", "best_epoch", "stopped",
-                                       "hours"])
+    return pd.DataFrame(rows, columns=["run_id", "finished", "epochs", "val_accuracy", "val_loss", "train_accuracy",
+                                       "best_epoch", "stopped", "hours"])
 
 
 def baseline_table(acc: pd.DataFrame, build, build_digests) -> pd.DataFrame:
@@ -883,16 +885,24 @@ def write_page(results, out_md, img_dir=None, n_boot: int = 10_000, build=None) 
              "Accuracy = mean over seeds (all seeds' trials pooled); CI = cluster bootstrap over the resampling "
              "units (placements = scene × setting; VPT-Strategy: scenes, whose steps share one viewer and object), "
              f"{n_boot:,} resamples.\n\n")
-    partial = unfinished_finetunes(res, set(summary["run_id"]))
-    if not partial.empty:
-        p.append("### Fine-tuning in progress\n\n")
-        p.append(_md_table(partial.assign(hours=[f"{h:.1f}" for h in partial["hours"]]),
-                           {"run_id": "run (checkpoint)", "epochs": "epochs finished",
-                            "val_accuracy": "validation accuracy by epoch", "val_loss": "validation loss by epoch",
-                            "best_epoch": "best epoch so far (0-based)", "hours": "wall hours so far"}))
-        p.append("\nUnfinished runs (resumable: the same `run` command continues them): their validation curve "
-                 "so far, read from the resume checkpoint; no test accuracy is reported until early stopping ends "
-                 "the run.\n\n")
+    curves = finetune_curves(res, set(summary["run_id"]))
+    cols = {"run_id": "run (checkpoint)", "epochs": "epochs finished", "val_accuracy": "validation accuracy by epoch",
+            "val_loss": "validation loss by epoch", "train_accuracy": "training accuracy by epoch",
+            "best_epoch": "best epoch (0-based)", "hours": "wall hours"}
+    for done, title, note in (
+            (True, "### Fine-tuning curves", "Finished runs, read from their last checkpoint. Training accuracy is the "
+             "running accuracy over each epoch's batches in train mode (dropout on), so it trails what the weights "
+             "score at the epoch's end; `-`: an epoch trained before it was recorded. A training accuracy far above "
+             "the validation accuracy means the network fits its training placements without what carries to "
+             "held-out scenes."),
+            (False, "### Fine-tuning in progress", "Unfinished runs (resumable: the same `run` command continues "
+             "them): their curves so far, read from the resume checkpoint; no test accuracy is reported until "
+             "early stopping ends the run.")):
+        part = curves[curves["finished"] == done]
+        if not part.empty:
+            p.append(f"{title}\n\n")
+            p.append(_md_table(part.assign(hours=[f"{h:.1f}" for h in part["hours"]]), cols))
+            p.append(f"\n{note}\n\n")
     p.append("## Figures\n\n")
     for stem, caption in figs:
         p.append(f"![{stem}]({Path(img.name if img.parent == out_md.parent else img) / (stem + '.png')})\n\n"

@@ -156,6 +156,9 @@ def test_finetune_learns_and_resumes_identically(tmp_path, one_thread):
     ta, tb = R.read_results(tmp_path / "a"), R.read_results(tmp_path / "b")
     np.testing.assert_allclose(ta["score"], tb["score"], rtol=1e-5)
     assert straight.loc[0, "accuracy"] >= 0.9  # brightness is easy to learn
+    hist = load_tensors(next((tmp_path / "a" / "checkpoints").iterdir()) / "last.pt")["state"]["history"]
+    assert len(hist) == 3 and hist[-1]["train_accuracy"] >= 0.8  # the training curve is recorded per epoch
+    assert hist[-1]["train_loss"] < hist[0]["train_loss"]
     assert not any(p.requires_grad for p in m.module.parameters())  # the loaded model is left frozen
 
 

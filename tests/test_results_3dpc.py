@@ -436,6 +436,10 @@ def test_page_shows_an_unfinished_fine_tuning_by_its_validation_curve(experiment
     part = text.split("### Fine-tuning in progress")[1].split("##")[0]
     curve = ", ".join(f"{h['val_accuracy']:.3f}" for h in state["history"])
     assert re.search(rf"^\| {re.escape(rid)} \| {int(state['epoch']) + 1} \| {re.escape(curve)} \|", part, flags=re.M)
+    train = ", ".join(f"{h['train_accuracy']:.3f}" for h in state["history"])  # recorded per epoch since then
+    assert all(0 <= h["train_accuracy"] <= 1 and h["train_loss"] > 0 for h in state["history"])
+    assert f"| {train} |" in part
+    assert "### Fine-tuning curves" not in text or rid not in text.split("### Fine-tuning curves")[1].split("##")[0]
     assert rid not in text.split("## Provenance")[1], "no accuracy row is made of an unfinished run"
 
 
