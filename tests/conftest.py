@@ -66,9 +66,50 @@ def tiny_3dpc(tmp_path_factory):
                            lambda out: build(config_from_dict({**TINY_3DPC, "out": str(out)}), progress=False))
 
 
+# The order in which pytest-xdist hands test files to its workers (``make test``: ``--dist loadfile
+# --no-loadscope-reorder``): longest first, so that the last files to run are short and no worker idles while
+# the other finishes a long one (the longest-processing-time rule). test_threedpc.py comes first: it builds
+# the shared TINY 3D-PC (tiny_3dpc) at once, while the other worker runs long files that do not need it; the
+# other files that read TINY (test_eval_e2e.py, test_reliability.py) come late enough to find it built.
+# Files not listed follow in their collection order. Wall seconds per file (2026-11-28, 2 workers), refreshed by
+# ``pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=0`` summed per file: a wrong order costs time, never a result.
+LONGEST_FIRST = [
+    "test_threedpc.py",  # ~150 s, TINY build included
+    "test_cli_errors.py",  # ~80
+    "test_eval_diffusion.py",  # ~60
+    "test_eval_methods.py",  # ~50
+    "test_placement_design.py",  # ~46
+    "test_vpt_audit.py",  # ~42
+    "test_report_html.py",  # ~42
+    "test_reliability.py",  # ~47, reads TINY
+    "test_experiment.py",  # ~37
+    "test_eval_e2e.py",  # ~37, reads TINY
+    "test_results_3dpc.py",  # ~37
+    "test_proxy.py",  # ~30
+    "test_stimuli.py",
+    "test_mindset_common.py",
+    "test_cli.py",
+    "test_figures.py",
+    "test_shard.py",
+    "test_eval_ood.py",
+    "test_mindset_shapes.py",
+    "test_render_equivalence.py",
+    "test_readme_commands.py",
+    "test_eval_vlm.py",
+    "test_reliability_cli.py",
+    "test_eval_decoders.py",
+]
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Files in :data:`LONGEST_FIRST` order (a stable sort: tests within a file keep theirs)."""
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
 def pytest_configure(config):
-    """Under pytest-xdist (``make test`` runs 2 workers), one BLAS/OpenMP thread per worker: two workers
-    with a thread per core each would oversubscribe 2 cores. Numba's thread count is left alone
+    """Under pytest-xdist (``make test`` runs 3 workers), one BLAS/OpenMP thread per worker: workers with a
+    thread per core each would oversubscribe 2 cores. Numba's thread count is left alone
     (tests/test_render_fast.py compares 1 and NUMBA_NUM_THREADS threads)."""
     import os
 
