@@ -723,6 +723,49 @@ def validity_section(sweep_md: Path, page_dir: Path) -> str:
     return head + ("\n".join(table) + "\n\n" if table else f"_{sweep_md.name} has no table yet._\n\n")
 
 
+def why_not(verdict: pd.DataFrame, acc: pd.DataFrame, curves: pd.DataFrame, base: pd.DataFrame | None) -> list[str]:
+    """Measured reasons beside each claim that does not hold, from the results folder itself: for "fine-tuning
+    lifts VPT-basic", the run's training and validation curves (:func:`finetune_curves`: a network that fits its
+    training images but not held-out scenes overfits, one that fits neither did not learn); for an above-chance
+    random control or probe, the build's raw-pixel baseline (:func:`baseline_table`, when ``build=`` is given).
+    One Markdown bullet per explained claim; claims without such evidence get none."""
+    main = main_rows(acc)
+    out = []
+    pix = {} if base is None else dict(zip(base["task"], zip(base["pixels"], base["pixels_ci"])))
+    for _, v in verdict[verdict["holds"] == "no"].iterrows():
+        obs, claim = v["observer"], v["claim"]
+        if claim == "fine-tuning lifts VPT-basic":
+            sel = main[(main["task"] == "3dpc/vpt") & (main["method"] == "finetune") & (main["observer"] == obs)]
+            rids = set(sel["run_ids"].iloc[0].split(",")) if len(sel) else set()
+            for _, c in curves[curves["run_id"].isin(rids)].iterrows():
+                val = [float(x) for x in c["val_accuracy"].split(", ")]
+                train = [x for x in c["train_accuracy"].split(", ") if x != "-"]
+                if train:
+                    gap = float(train[-1]) - val[-1]
+                    kind = ("it fits its training placements (training accuracy well above validation) without "
+                            "what carries to held-out scenes: overfitting" if gap >= 0.1 else
+                            "training accuracy stays near validation: the network did not learn the task")
+                    out.append(f"- **{claim}, {obs}:** training accuracy by epoch {', '.join(train)}; validation "
+                               f"{', '.join(f'{x:.3f}' for x in val)} (`{c['run_id']}`): {kind}.")
+                else:
+                    out.append(f"- **{claim}, {obs}:** validation accuracy by epoch {', '.join(f'{x:.3f}' for x in val)}"
+                               f" (`{c['run_id']}`); its training accuracy was not recorded (trained before it was "
+                               "logged), so overfitting and not learning cannot be told apart for this run.")
+        elif claim in ("random-weight control at chance", "probe: VPT-basic near chance"):
+            tasks = ["3dpc/depth", "3dpc/vpt"] if claim.startswith("random") else ["3dpc/vpt"]
+            method = main[(main["observer"] == obs) & (main["method"] == "probe") & main["task"].isin(tasks)]
+            for _, r in method.iterrows():
+                if r["ci_low"] <= CHANCE or r["task"] not in pix:
+                    continue
+                px, ci = pix[r["task"]]
+                rel = "below" if r["ci_high"] < px else ("above" if r["ci_low"] > px else "not distinguishable from")
+                out.append(f"- **{claim}, {obs}, {TASK_TITLES[r['task']]}:** probe {r['accuracy']:.3f} "
+                           f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}] ({r['key']}) is {rel} the build's raw-pixel "
+                           f"regression {px:.3f} {ci}: image statistics alone reach that far, no 3D understanding is "
+                           "needed for it (section 'Probes beside what needs no network').")
+    return out
+
+
 def finetune_curves(results, finished_run_ids) -> pd.DataFrame:
     """Every fine-tuning run with a resume checkpoint (``<results>/checkpoints/<run>/last.pt``): run id, whether
     it has result rows (``finished``), epochs finished, validation accuracy and loss per epoch, training accuracy
@@ -866,6 +909,12 @@ def write_page(results, out_md, img_dir=None, n_boot: int = 10_000, build=None) 
     p.append("\nA difference 'holds' when it has the paper's sign and p < 0.05 in a paired sign-flip test over "
              "test placements; 'near chance' when the 95% CI contains 0.5 or the accuracy is at most the paper's "
              "best VPT probe (0.538; VPT-Strategy: its best fine-tuned 0.66).\n\n")
+    curves = finetune_curves(res, set(summary["run_id"]))
+    base = baseline_table(acc, build, set(cost["build"]) - {""}) if build is not None else None
+    reasons = why_not(verdict, acc, curves, base)
+    if reasons:
+        p.append("Where a claim does not hold, what the results folder and the build measure about why:\n\n"
+                 + "\n".join(reasons) + "\n\n")
     p.append("## Accuracy: task × model × method\n\n")
     main = acc[acc["feature"].isin(WHOLE)].copy()
     main["acc_t"] = [_acc_cell(r) for _, r in main.iterrows()]
@@ -885,7 +934,6 @@ def write_page(results, out_md, img_dir=None, n_boot: int = 10_000, build=None) 
              "Accuracy = mean over seeds (all seeds' trials pooled); CI = cluster bootstrap over the resampling "
              "units (placements = scene × setting; VPT-Strategy: scenes, whose steps share one viewer and object), "
              f"{n_boot:,} resamples.\n\n")
-    curves = finetune_curves(res, set(summary["run_id"]))
     cols = {"run_id": "run (checkpoint)", "epochs": "epochs finished", "val_accuracy": "validation accuracy by epoch",
             "val_loss": "validation loss by epoch", "train_accuracy": "training accuracy by epoch",
             "best_epoch": "best epoch (0-based)", "hours": "wall hours"}
@@ -943,8 +991,7 @@ def write_page(results, out_md, img_dir=None, n_boot: int = 10_000, build=None) 
                  "labels on the same test trials; the three cues per row whose answer AUC departs most from 0.5 "
                  "beyond their label AUC (`excess` = |AUC answers − 0.5| − |AUC labels − 0.5|). A large excess "
                  "means the answers follow that cue more than the task does.\n\n")
-    if build is not None:
-        base = baseline_table(acc, build, set(cost["build"]) - {""})
+    if base is not None:
         observers = [c for c in base.columns if c not in ("task", "pixels", "pixels_ci", "rule", "rule_name")]
         p.append("## Probes beside what needs no network\n\n")
         shown = base.assign(task_t=base["task"].map(TASK_TITLES),

@@ -472,3 +472,38 @@ def test_page_sets_probes_beside_the_builds_no_network_baselines(experiment, tmp
     with pytest.raises(SystemExit) as e:
         _main("page", f"results={experiment['res']}", f"out={tmp_path / 'r2.md'}", "n_boot=200", f"build={build}")
     assert e.value.code == 2 and not (tmp_path / "r2.md").exists()
+
+
+def test_why_not_reads_the_curves_and_the_pixel_baseline():
+    """A claim that does not hold gets its measured reason: a fine-tuning run whose training accuracy ends far
+    above validation is called overfitting, one whose training accuracy stays near validation is called not
+    learning, one without a recorded training curve says so; an above-chance random control is set against the
+    build's raw-pixel regression; a claim that holds gets no bullet."""
+    from eval.results_3dpc_page import why_not
+
+    def row(task, method, obs, a, lo, hi, key, rids=""):
+        return {"task": task, "method": method, "observer": obs, "accuracy": a, "ci_low": lo, "ci_high": hi,
+                "key": key, "run_ids": rids, "feature": "finetuned" if method == "finetune" else "pooled",
+                "split": "test"}
+
+    acc = pd.DataFrame([row("3dpc/vpt", "finetune", "A", 0.51, 0.44, 0.58, "R1", "ft_a"),
+                        row("3dpc/vpt", "finetune", "B", 0.50, 0.43, 0.57, "R2", "ft_b"),
+                        row("3dpc/vpt", "finetune", "C", 0.52, 0.45, 0.59, "R3", "ft_c"),
+                        row("3dpc/depth", "probe", "A (random)", 0.62, 0.58, 0.66, "R4"),
+                        row("3dpc/vpt", "probe", "A (random)", 0.50, 0.45, 0.55, "R5")])
+    verdict = pd.DataFrame([{"claim": "fine-tuning lifts VPT-basic", "observer": o, "holds": "no"} for o in "ABC"]
+                           + [{"claim": "random-weight control at chance", "observer": "A (random)", "holds": "no"},
+                              {"claim": "probe: depth ≫ VPT-basic", "observer": "A", "holds": "yes"}])
+    curves = pd.DataFrame([
+        {"run_id": "ft_a", "val_accuracy": "0.500, 0.520", "train_accuracy": "0.600, 0.800"},
+        {"run_id": "ft_b", "val_accuracy": "0.500, 0.510", "train_accuracy": "0.500, 0.530"},
+        {"run_id": "ft_c", "val_accuracy": "0.500, 0.510", "train_accuracy": "-, -"}])
+    base = pd.DataFrame([{"task": "3dpc/depth", "pixels": 0.75, "pixels_ci": "[0.70, 0.80]"},
+                         {"task": "3dpc/vpt", "pixels": 0.55, "pixels_ci": "[0.49, 0.61]"}])
+    out = why_not(verdict, acc, curves, base)
+    assert len(out) == 4, out
+    assert "fine-tuning lifts VPT-basic, A:" in out[0] and "overfitting" in out[0] and "0.600, 0.800" in out[0]
+    assert "fine-tuning lifts VPT-basic, B:" in out[1] and "did not learn" in out[1]
+    assert "fine-tuning lifts VPT-basic, C:" in out[2] and "not recorded" in out[2]
+    assert "A (random), Depth order" in out[3] and "below the build's raw-pixel regression 0.750" in out[3]
+    assert why_not(verdict, acc, curves, None)[3:] == [], "without the build no pixel comparison is made"
