@@ -34,6 +34,7 @@ $(STAMP): $(PY) pyproject.toml | debs
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q $(TORCH)
 	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m tasks.warmup progress=false
 	@touch $(STAMP)
 
 demo: setup

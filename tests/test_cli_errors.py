@@ -165,6 +165,7 @@ CASES = [
      "props.target.position=[-1.0,0.2] out={d}/t1", "props.observer.position=[nan, 0.0]: must be finite", "t1"),
     ("gen-classes-empty", "tasks.generate dataset=degraded_polygons out={d}/g1 classes=[]",
      "classes=[]: give at least one value", "g1"),
+    ("warmup-unknown-setting", "tasks.warmup nope=1", "unknown setting 'nope'", None),
     ("gallery-no-argument", "tasks.gallery", "missing root=", None),
     ("gallery-not-a-dataset", "tasks.gallery {d}/ift", "no annotations.parquet or metadata.parquet", None),
     ("eval-out-is-file", "eval probe model=timm:test_resnet pretrained=false task={d}/ift out={d}/afile",

@@ -25,6 +25,7 @@ COMMANDS = {
     "tasks.generate": ["dataset=(required)", "out=(required)", "seed=0", "workers=", "shard=", "degraded_polygons"],
     "tasks.gallery": ["root=(required)", "per_condition=6", "(in [1, 100000])"],
     "tasks.verify": ["dirs=", "at least one folder"],
+    "tasks.warmup": ["progress=true", "on-disk cache"],
     "tasks.threedpc": ["out=", "seed=", "style.observer_size=", "rules.vpt_visible_min="],
     "tasks.threedpc.sheet": ["build=(required)", "task=vpt", "(one of depth, vpt)", "n=40", "blind=false"],
     "tasks.threedpc.shortcuts": ["build=(required)", "no_images=false"],
