@@ -29,11 +29,15 @@ from infra.schema import field
 def _trajectory(tmp: Path) -> None:
     """A trajectory with props: one frame (the parallel kernels: a frame spread over the threads), then eight
     small frames (the serial ones, one frame per thread), each with the props' depth limits and ray casts."""
+    import contextlib
+    import io
+
     from render.trajectory import main
 
-    for frames in (1, 8):
-        main(["scene=hydrant_01", f"frames={frames}", "size=48", "props=sample", "props.outcome=occluded",
-              f"out={tmp / f'trajectory{frames}'}", "progress=false"])
+    for frames in (1, 8):  # its "wrote ..." line would name a temporary folder that is gone afterwards
+        with contextlib.redirect_stdout(io.StringIO()):
+            main(["scene=hydrant_01", f"frames={frames}", "size=48", "props=sample", "props.outcome=occluded",
+                  f"out={tmp / f'trajectory{frames}'}", "progress=false"])
 
 
 def _serial(tmp: Path) -> None:
