@@ -22,6 +22,7 @@ import math
 import numpy as np
 import trimesh
 
+from .camera import cross3
 from .surface import LIGHT_DIR
 
 GREEN = (0.1, 0.75, 0.15)
@@ -37,18 +38,19 @@ ARROW_SCALE = 1.6
 
 
 def _rotation(yaw_deg: float, pitch_deg: float) -> np.ndarray:
-    """Rotation taking local +x (forward), +y (left), +z (up) to the world viewing frame."""
+    """Rotation taking local +x (forward), +y (left), +z (up) to the world viewing frame (a fresh array)."""
+    return _rotation_cached(float(yaw_deg), float(pitch_deg)).copy()
+
+
+@functools.lru_cache(maxsize=4096)
+def _rotation_cached(yaw_deg: float, pitch_deg: float) -> np.ndarray:
+    """:func:`_rotation`, computed once per angle pair: an observer's eye, forward and camera each ask for it,
+    about ten times per candidate placement."""
     yaw, pitch = math.radians(yaw_deg), math.radians(pitch_deg)
     fwd = np.array([math.cos(pitch) * math.cos(yaw), math.cos(pitch) * math.sin(yaw), math.sin(pitch)])
     left = np.array([-math.sin(yaw), math.cos(yaw), 0.0])
     up = cross3(fwd, left)
     return np.stack([fwd, left, up], axis=1)
-
-
-def cross3(u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """``numpy.cross`` of two 3-vectors with the same products and differences (bit-identical, tested), without
-    its axis handling, which cost ~40 µs a call: the VPT ray casts make ~10⁵ calls per strategy scene."""
-    return np.array([u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2], u[0] * v[1] - u[1] * v[0]])
 
 
 def shade_vertices(mesh: trimesh.Trimesh, rgb, light_dir=LIGHT_DIR, ambient: float = AMBIENT) -> trimesh.Trimesh:

@@ -40,3 +40,25 @@ def test_camera_errors():
         Camera(8, 8, 10, 10, 4, 4, np.diag([1.0, 1, -1, 1]))
     with pytest.raises(CameraError, match="fov_x_deg"):
         Camera.from_fov(8, 8, 190)
+
+
+def test_rotation_check_is_allclose_written_out():
+    """Camera's orthonormality check (written out for speed) accepts and refuses exactly what
+    np.allclose(r @ r.T, I, atol=1e-5) does, on rotations perturbed around the tolerance."""
+    rng = np.random.default_rng(0)
+    seen = set()
+    for k in range(400):
+        q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+        q *= np.sign(np.linalg.det(q))
+        r = q + rng.normal(size=(3, 3)) * 10.0 ** rng.uniform(-7.5, -4.5)
+        w2c = np.eye(4)
+        w2c[:3, :3] = r
+        want = np.allclose(r @ r.T, np.eye(3), atol=1e-5) and np.linalg.det(r) >= 0
+        try:
+            Camera(8, 8, 10, 10, 4, 4, w2c)
+            got = True
+        except CameraError:
+            got = False
+        assert got == want, r
+        seen.add(got)
+    assert seen == {True, False}  # both sides of the tolerance were tried
