@@ -31,7 +31,7 @@ import numpy as np
 
 from scenes.props import GREEN, RED, SUPPORT_COLORS, Observer, Support, Target
 
-from .labels import LabelRules, aperture_label, in_view
+from .labels import LabelRules, aperture_label, aperture_labels, in_view
 from infra.schema import field, make_section, store_structured
 
 OUTCOMES = ("visible", "occluded", "out_of_view")
@@ -241,7 +241,7 @@ class CompositeOccluders:
 
     def __init__(self, meshes: list):
         self.meshes = list(meshes)
-        self._intersectors = [self.meshes[0].ray] + [TriangleRays(m) for m in self.meshes[1:]]
+        self.intersectors = [self.meshes[0].ray] + [TriangleRays(m) for m in self.meshes[1:]]
         self.ray = self
 
     def intersects_location(self, origins, directions, multiple_hits: bool = False):
@@ -253,7 +253,7 @@ class CompositeOccluders:
         best = np.full(n, np.inf)
         loc = np.zeros((n, 3))
         tri = np.full(n, -1, np.int64)
-        for it in self._intersectors:
+        for it in self.intersectors:
             locs, idx, t = it.intersects_location(origins, directions, multiple_hits=False)
             if not len(idx):
                 continue
@@ -508,13 +508,10 @@ class Candidate:
     features: np.ndarray
 
 
-def draw_candidate(scene, rng: np.random.Generator, style: PropStyle, rules: LabelRules, design: MatchedDesign,
-                   counts, footprint: Footprint | None = None) -> Candidate | None:
-    """One geometry from the common distribution (same for every outcome), ray-cast; None (and a count in
-    ``counts`` by reason) when it collides, is ambiguous, or is visible through the object's outline
-    (``design.clear_margin``). ``footprint``: the object's, when the caller has it (else computed)."""
-    import trimesh
-
+def propose_candidate(scene, rng: np.random.Generator, style: PropStyle, design: MatchedDesign) -> Placement:
+    """One geometry from the common distribution (same for every outcome), before any check. Every random
+    number of a candidate is drawn here, the same count whatever the checks decide, so that candidates can
+    be drawn in a batch and judged together (:func:`draw_candidates`) from the same random stream."""
     lo, hi = scene.object_bounds
     centre = (lo[:2] + hi[:2]) / 2
     r_obj = 0.5 * float(np.linalg.norm(hi[:2] - lo[:2]))
@@ -534,13 +531,18 @@ def draw_candidate(scene, rng: np.random.Generator, style: PropStyle, rules: Lab
     yaw = to_tgt + rng.uniform(-1, 1) * design.look_jitter_deg
     sup = {"kind_observer": kinds[0], "kind_target": kinds[1], "color_observer": SUPPORT_COLORS[cols[0]],
            "color_target": SUPPORT_COLORS[cols[1]], "yaw_observer": yaw, "yaw_target": float(rng.uniform(0, 90))}
-    pl = make_props(style, obs_xy, yaw, tgt_xy, heights[0], heights[1], sup)
-    if np.linalg.norm(obs_xy - tgt_xy) < pl.observer.bounding_radius() + pl.target.bounding_radius + 0.05:
-        counts["pool_props_too_close"] += 1
-        return None
+    return make_props(style, obs_xy, yaw, tgt_xy, heights[0], heights[1], sup)
+
+
+def _geometry_rejection(scene, pl: Placement) -> str | None:
+    """Why candidate ``pl`` fails before any line of sight is cast (a count key), or None."""
+    import trimesh
+
+    if np.linalg.norm(np.asarray(pl.observer.position[:2]) - pl.target.center[:2]) \
+            < pl.observer.bounding_radius() + pl.target.bounding_radius + 0.05:
+        return "pool_props_too_close"
     if not in_view(pl.observer, pl.target):  # above/below the frustum although it looks towards it
-        counts["pool_outside_frustum_vertically"] += 1
-        return None
+        return "pool_outside_frustum_vertically"
     obj = scene.object_mesh()
     if obj is not None:
         pts, rad = [np.asarray(pl.observer.position, float), pl.target.center], [pl.observer.bounding_radius(),
@@ -549,28 +551,75 @@ def draw_candidate(scene, rng: np.random.Generator, style: PropStyle, rules: Lab
             for z in (s.bottom + 0.05, (s.bottom + s.top) / 2):
                 pts.append(np.array([s.xy[0], s.xy[1], z]))
                 rad.append(0.75 * s.width)
-        _, dist, _ = trimesh.proximity.closest_point(obj, np.array(pts))
-        if np.any(dist <= np.array(rad) + 0.03):
-            counts["pool_collides_with_object"] += 1
-            return None
-    # whole-aperture line of sight (rule v2.0+, to the clearance disc in v3.0) against the scene and both supports: a candidate that is clear
-    # from the lens centre but partial from its rim would be dropped by vpt_label later
-    ap = aperture_label(pl.observer, pl.target, CompositeOccluders([scene.occluders()] + [s.mesh() for s in pl.supports]),
-                        rules, visible_in_view=True, support=pl.target_support)
+        pts, lim = np.array(pts), np.array(rad) + 0.03
+        # the distance to the object's bounding box is a lower bound of the distance to the object: points
+        # farther than their limit from the box cannot collide (the same verdict, without the exact query)
+        lo, hi = obj.bounds
+        near = np.linalg.norm(np.maximum(np.maximum(lo - pts, pts - hi), 0.0), axis=1) <= lim
+        if near.any():
+            _, dist, _ = trimesh.proximity.closest_point(obj, pts[near])
+            if np.any(dist <= lim[near]):
+                return "pool_collides_with_object"
+    return None
+
+
+def _sight_job(scene, pl: Placement):
+    """The whole-aperture line-of-sight job of a candidate (rule v2.0+, to the clearance disc in v3.0): against
+    the scene and both supports; a candidate clear from the lens centre but partial from its rim would be
+    dropped by vpt_label later. An :func:`tasks.labels.aperture_labels` job."""
+    occ = CompositeOccluders([scene.occluders()] + [s.mesh() for s in pl.supports])
+    return pl.observer, pl.target, occ, True, pl.target_support
+
+
+def _judged(scene, pl: Placement, ap: dict, design: MatchedDesign, footprint) -> tuple[str, Candidate | None]:
+    """(count key, candidate or None) of a candidate whose aperture label is ``ap``."""
     if ap["vpt_label"] is None:
-        counts["pool_partial"] += 1
-        return None
+        return "pool_partial", None
+    obj = scene.object_mesh()
     if ap["vpt_reason"] == "visible" and design.clear_margin is not None and obj is not None:
         fp = footprint if footprint is not None else object_footprint(obj)
         if passes_over_footprint(pl.observer.eye, pl.target.center, fp, clear_margin_m(scene, design)):
-            counts["pool_visible_through_outline"] += 1
-            return None
+            return "pool_visible_through_outline", None
     if ap["vpt_reason"] == "occluded" and design.block_margin and design.clear_margin is not None and obj is not None:
         if not blocked_along_tube(pl.observer.eye, pl.target.center, obj, design.block_margin * clear_margin_m(scene, design)):
-            counts["pool_occluded_at_edge"] += 1
-            return None
-    counts[f"pool_{ap['vpt_reason']}"] += 1
-    return Candidate(pl, ap["visible_fraction_raycast"], ap["vpt_reason"], layout_features(scene, pl))
+            return "pool_occluded_at_edge", None
+    return f"pool_{ap['vpt_reason']}", Candidate(pl, ap["visible_fraction_raycast"], ap["vpt_reason"],
+                                                 layout_features(scene, pl))
+
+
+def draw_candidate(scene, rng: np.random.Generator, style: PropStyle, rules: LabelRules, design: MatchedDesign,
+                   counts, footprint: Footprint | None = None) -> Candidate | None:
+    """One geometry from the common distribution (same for every outcome), ray-cast; None (and a count in
+    ``counts`` by reason) when it collides, is ambiguous, or is visible through the object's outline
+    (``design.clear_margin``). ``footprint``: the object's, when the caller has it (else computed).
+    The plain twin of :func:`draw_candidates` (one candidate, one :func:`tasks.labels.aperture_label`)."""
+    pl = propose_candidate(scene, rng, style, design)
+    why = _geometry_rejection(scene, pl)
+    if why is not None:
+        counts[why] += 1
+        return None
+    observer, target, occ, view, support = _sight_job(scene, pl)
+    ap = aperture_label(observer, target, occ, rules, visible_in_view=view, support=support)
+    why, cand = _judged(scene, pl, ap, design, footprint)
+    counts[why] += 1
+    return cand
+
+
+def draw_candidates(scene, rng: np.random.Generator, style_fn, n: int, rules: LabelRules, design: MatchedDesign,
+                    counts, footprint: Footprint | None = None) -> list[Candidate | None]:
+    """``n`` calls of :func:`draw_candidate` (each with ``style_fn(rng)`` drawn just before it), judged in one
+    batched line-of-sight cast (:func:`tasks.labels.aperture_labels`): the same candidates, the same random
+    stream afterwards and the same ``counts`` (incremented in candidate order) as the loop (tested)."""
+    pls = [propose_candidate(scene, rng, style_fn(rng), design) for _ in range(n)]
+    why: list[str | None] = [_geometry_rejection(scene, pl) for pl in pls]
+    todo = [k for k, w in enumerate(why) if w is None]
+    aps = aperture_labels([_sight_job(scene, pls[k]) for k in todo], rules)
+    out: list[Candidate | None] = [None] * n
+    for k, ap in zip(todo, aps):
+        why[k], out[k] = _judged(scene, pls[k], ap, design, footprint)
+    for w in why:
+        counts[w] += 1
+    return out
 
 
 def viewer_side_azimuth(placement: Placement, centre_xy) -> float | None:
@@ -686,17 +735,21 @@ def sample_matched_settings(scene, outcomes: list[str], rng: np.random.Generator
         raise ValueError(f"outcomes must alternate 'visible' and 'occluded'/'out_of_view'; got {outcomes}")
     n_occ = sum(n == "occluded" for _, n in pairs)
     fp = design_footprint(scene, design)
-    pool: list[Candidate] = []
-    draws = 0
-    while draws < 4 * design.pool:
+
+    def enough(pool):
+        n_o = sum(c.outcome == "occluded" for c in pool)
+        return n_o >= 3 * n_occ and len(pool) - n_o >= 3 * len(pairs)
+
+    # design.pool candidates in one batch, then one at a time (at most 4 × pool) until the pool has enough of
+    # each class (the stopping test looks at the pool after each draw from the pool-th on)
+    pool: list[Candidate] = [c for c in draw_candidates(scene, rng, style_fn, design.pool, rules, design, counts, fp)
+                             if c is not None]
+    draws = design.pool
+    while draws < 4 * design.pool and not enough(pool):
         c = draw_candidate(scene, rng, style_fn(rng), rules, design, counts, fp)
         draws += 1
         if c is not None:
             pool.append(c)
-        if draws >= design.pool:
-            n_o = sum(c.outcome == "occluded" for c in pool)
-            if n_o >= 3 * n_occ and len(pool) - n_o >= 3 * len(pairs):
-                break
     scale = np.asarray(LAYOUT_SCALES)
     lo, hi = scene.object_bounds
     centre = (lo[:2] + hi[:2]) / 2
@@ -756,10 +809,8 @@ def sample_matched_settings(scene, outcomes: list[str], rng: np.random.Generator
             # giving up, draw another pool's worth of candidates, up to design.max_extensions times
             extensions += 1
             counts["pool_extended"] += 1
-            for _ in range(design.pool):
-                c = draw_candidate(scene, rng, style_fn(rng), rules, design, counts, fp)
-                if c is not None:
-                    pool.append(c)
+            pool += [c for c in draw_candidates(scene, rng, style_fn, design.pool, rules, design, counts, fp)
+                     if c is not None]
             continue
         if len(chosen) == n_chosen:
             raise PlacementError(f"{scene.name}: candidate pool exhausted for a ({pos}, {neg}) pair "

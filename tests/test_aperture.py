@@ -284,3 +284,80 @@ def test_label_calls_must_say_where_the_ball_rests():
                  lambda: aperture_label(OBS, BALL, occ, RULES), lambda: vpt_label(None, OBS, BALL, RULES)):
         with pytest.raises(TypeError, match="support"):
             call()
+
+
+def _same_label(a: dict, b: dict) -> bool:
+    """Dicts equal key for key and in key order, NaN equal to NaN."""
+    return list(a) == list(b) and all(
+        (isinstance(a[k], float) and math.isnan(a[k]) and math.isnan(b[k])) or a[k] == b[k] for k in a)
+
+
+def test_batched_aperture_labels_are_the_single_labels_bit_for_bit():
+    """aperture_labels (one ray cast per shared mesh over many placements, each placement's own supports on
+    its rays) gives the dicts aperture_label gives one by one: every reason, with and without supports (the
+    ball's own stand ignored, rule v3.2), the scene shared as a plain mesh and inside CompositeOccluders."""
+    from scenes.props import Support
+    from tasks.labels import aperture_label, aperture_labels
+    from tasks.placement import CompositeOccluders
+
+    rng = np.random.default_rng(3)
+    wall = trimesh.creation.box(extents=[0.05, 1.2, 0.5])
+    wall.apply_translation([1.0, 0.0, 0.25])
+    scene = _scene(wall, _post(0.7, 0.04, y=0.4), _post(1.3, 0.1, height=0.3, y=-0.5))
+    jobs = []
+    for k in range(160):
+        yaw = float(rng.uniform(-40, 40)) if k % 5 else 180.0  # one in five turned away
+        obs = Observer((float(rng.uniform(-0.5, 0.2)), float(rng.uniform(-0.8, 0.8)), 0.078), yaw)
+        bottom = float(rng.choice([0.0, rng.uniform(0.1, 0.6)]))
+        size = float(rng.uniform(0.12, 0.22))
+        xy = (float(rng.uniform(1.4, 2.4)), float(rng.uniform(-0.8, 0.8)))
+        ball = Target((xy[0], xy[1], bottom + size / 2), size=size)
+        stand = Support("pedestal", xy, 0.0, bottom, 0.9 * size) if bottom > 0 else None
+        own = [stand.mesh()] if stand is not None else []
+        occ = CompositeOccluders([scene] + own) if (own or k % 2) else scene
+        view = None if k % 3 == 0 else bool(k % 7)
+        jobs.append((obs, ball, occ, view, stand))
+    for rules in (RULES, LabelRules(n_rays=64), LabelRules(aperture_scale=0.0)):
+        fast = aperture_labels(jobs, rules)
+        ref = [aperture_label(o, t, occ, rules, visible_in_view=v, support=s) for o, t, occ, v, s in jobs]
+        assert all(_same_label(a, b) for a, b in zip(fast, ref, strict=True))
+    reasons = {r["vpt_reason"] for r in ref}
+    assert reasons == {"visible", "occluded", "partial", "out_of_view"}, reasons
+    assert any(s is not None and r["vpt_reason"] == "visible" for (_, _, _, _, s), r in zip(jobs, ref))
+    assert aperture_labels([], RULES) == []
+
+
+def test_disc_points_of_many_eyes_are_each_eyes_points():
+    """ClearanceDisc.facing_points_many stacks facing_points of each eye bit for bit, including eyes that see
+    less than half the disc above its floor (the per-eye path with a larger spiral)."""
+    from scenes.props import Support
+    from tasks.labels import ClearanceDisc, _spiral
+
+    ball = Target((2.0, 0.0, 0.6), size=0.2)
+    eyes = np.array([[0.0, 0.0, 0.1], [0.3, 0.5, 2.5], [1.9, 0.0, 3.0], [2.0, 0.05, -1.0], [-1.0, -2.0, 0.6]])
+    for disc in (ClearanceDisc(ball, 0.5), ClearanceDisc(ball, 0.5, Support("pedestal", (2.0, 0.0), 0.0, 0.5, 0.2), True)):
+        for n in (1, 7, 64, 256):
+            many = disc.facing_points_many(eyes, n)
+            np.testing.assert_array_equal(many, np.concatenate([disc.facing_points(e, n) for e in eyes]))
+    # a floor above the centre (not made by the builder, which cuts at or below the ball) keeps less than half
+    # of the first spiral from a level eye: the per-eye path with a larger spiral, for that eye only
+    cut = ClearanceDisc(ball, 0.5)
+    cut.floor = float(ball.center[2]) + 0.05
+    level = eyes[[0, 4]]  # (from a steep eye a disc wholly under such a floor has no point to give)
+    many = cut.facing_points_many(level, 64)
+    np.testing.assert_array_equal(many, np.concatenate([cut.facing_points(e, 64) for e in level]))
+    a, b = cut._frame(eyes[0])  # the level eye: its first spiral of 2n points keeps fewer than n
+    sq, c, s = _spiral(128)
+    kept = ((ball.center + (cut.radius * sq * c)[:, None] * a + (cut.radius * sq * s)[:, None] * b)[:, 2] >= cut.floor).sum()
+    assert kept < 64 and many[:64, 2].min() >= cut.floor
+
+
+def test_observer_rotation_is_a_fresh_array_each_time():
+    """Observer.rotation is computed once per angle pair (cached) but handed out as a copy: a caller that
+    changes the array it got changes nobody else's."""
+    obs = Observer((0.0, 0.0, 0.1), 37.0, -12.0)
+    r = obs.rotation
+    r[:] = 0.0
+    again = Observer((0.0, 0.0, 0.1), 37.0, -12.0).rotation
+    assert np.allclose(again @ again.T, np.eye(3)) and again is not obs.rotation
+    np.testing.assert_array_equal(obs.forward, again[:, 0])

@@ -477,3 +477,69 @@ def test_camera_lens_is_dark_with_a_light_ring():
     assert np.all(dark | light) and dark.sum() > 20 and light.sum() > 20
     assert np.allclose(obs.eye, ((0.3 + LENS_LENGTH) * obs.size, 0, 0))  # the eye (line of sight): the lens front
     assert m.vertices[:, 0].max() == pytest.approx(obs.eye[0])
+
+
+@pytest.mark.parametrize("scene_name", ["couch_01", "hydrant_02"])
+def test_batched_candidates_are_the_loops_candidates(scene_name):
+    """draw_candidates (a batch of proposals, one batched line-of-sight cast) returns what n calls of
+    draw_candidate return: the same placements and evidence, the same rejection counts in the same key order,
+    and leaves the random stream where the loop leaves it (what follows a batch is unchanged)."""
+    from scenes.load import load_scene
+    from tasks.placement import design_footprint, draw_candidates
+
+    sc = load_scene(scene_name)
+    design, rules = MatchedDesign(), LabelRules(n_rays=64)
+    fp = design_footprint(sc, design)
+
+    def style_fn(rng):  # sizes drawn from the stream too, as the build's style_for does
+        return PropStyle(observer_size=0.24 * float(rng.uniform(0.8, 1.6)), target_size=0.15 * float(rng.uniform(0.6, 2.0)))
+
+    r1, r2 = np.random.default_rng(11), np.random.default_rng(11)
+    c1, c2 = collections.Counter(), collections.Counter()
+    loop = [draw_candidate(sc, r1, style_fn(r1), rules, design, c1, fp) for _ in range(120)]
+    batch = draw_candidates(sc, r2, style_fn, 120, rules, design, c2, fp)
+    assert list(c1.items()) == list(c2.items())
+    assert r1.bit_generator.state == r2.bit_generator.state
+    for a, b in zip(loop, batch, strict=True):
+        assert (a is None) == (b is None)
+        if a is not None:
+            assert a.placement == b.placement and a.outcome == b.outcome and a.fraction == b.fraction
+            np.testing.assert_array_equal(a.features, b.features)
+    kept = [c.outcome for c in loop if c is not None]
+    assert {"visible", "occluded"} <= set(kept) and sum(c is None for c in loop) > 10, c1
+
+
+def test_collision_check_prefilter_keeps_every_verdict():
+    """The object-collision check asks the exact closest-point query only for points near the object's
+    bounding box: over props scattered in and around the object (colliding and not) its verdict equals the
+    query on every point."""
+    import trimesh
+
+    from tasks.placement import _geometry_rejection
+
+    from scenes.load import load_scene
+
+    sc = load_scene("bench_01")
+    obj = sc.object_mesh()
+    lo, hi = obj.bounds
+    rng = np.random.default_rng(5)
+    verdicts = collections.Counter()
+    for _ in range(200):
+        o, t = rng.uniform(lo[:2] - 0.6, hi[:2] + 0.6, size=(2, 2))
+        yaw = float(np.degrees(np.arctan2(*(t - o)[::-1])))
+        pl = make_props(PropStyle(), o, yaw, t, float(rng.uniform(0, 0.8)), float(rng.uniform(0, 0.8)),
+                        {"kind_observer": "pedestal", "kind_target": "box"})
+        why = _geometry_rejection(sc, pl)
+        if why in ("pool_props_too_close", "pool_outside_frustum_vertically"):
+            continue
+        pts, rad = [np.asarray(pl.observer.position, float), pl.target.center], [pl.observer.bounding_radius(),
+                                                                                  pl.target.bounding_radius]
+        for s in pl.supports:
+            for z in (s.bottom + 0.05, (s.bottom + s.top) / 2):
+                pts.append(np.array([s.xy[0], s.xy[1], z]))
+                rad.append(0.75 * s.width)
+        _, dist, _ = trimesh.proximity.closest_point(obj, np.array(pts))
+        plain = "pool_collides_with_object" if np.any(dist <= np.array(rad) + 0.03) else None
+        assert why == plain
+        verdicts[why] += 1
+    assert verdicts["pool_collides_with_object"] >= 10 and verdicts[None] >= 10, verdicts

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..labels import aperture_label, label_frame, raycast_visible_fraction, vpt_label
+from ..labels import aperture_label, aperture_labels, label_frame, raycast_visible_fraction, vpt_label
 from ..placement import (CompositeOccluders, Placement, PlacementError, PropStyle, make_props, sample_matched_settings,
                          sample_placement, staged_scene)
 from infra.schema import validate_config, validate_section
@@ -482,7 +482,11 @@ def strategy_scene_rows(cfg: BuildConfig, scene, tmp: Path, final: Path) -> tupl
         if ends != ("visible", "visible"):
             tries["no_clear_blocked_clear"] += 1
             continue
-        verdict = [ends[0], *(verdict_at(t) for t in grid[1:-1]), ends[1]]
+        # the inner positions in one batched cast (aperture_labels: the same verdicts as verdict_at, tested)
+        inner = [at(t) for t in grid[1:-1]]
+        inner = aperture_labels([(p.observer, p.target, CompositeOccluders([occ] + [sp.mesh() for sp in p.supports]),
+                                  True, p.target_support) for p in inner], scan_rules)
+        verdict = [ends[0], *(a["vpt_reason"] for a in inner), ends[1]]
         blocked = np.array([v == "occluded" for v in verdict])
         clear = np.array([v == "visible" for v in verdict])
         if not blocked.any() or not clear[0] or not clear[-1]:
