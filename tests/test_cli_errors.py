@@ -435,11 +435,12 @@ def test_bad_input_is_a_clear_error(case, results):
     assert not problems, f"{case[1]}: {problems}\nstderr: {r['stderr'][-1500:]}"
 
 
-def test_debug_keeps_the_traceback(tmp_path):
+def test_debug_keeps_the_traceback(tmp_path, servers):
+    """Through the module's fork server (a forked warm child runs ``python -m render.trajectory`` as a new
+    interpreter would: test_forkserver_matches_a_subprocess compares the two for this CLI)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    p = subprocess.run([sys.executable, "-m", "render.trajectory", "scene=bench_09", "--debug", f"out={tmp_path}/x"],
-                       capture_output=True, text=True, env=env, timeout=120)
-    assert p.returncode != 0 and "Traceback" in p.stderr and "unknown catalogue scene" in p.stderr
+    p = servers[0].run(["render.trajectory", "scene=bench_09", "--debug", f"out={tmp_path}/x"], tmp_path, env, 120)
+    assert p["rc"] != 0 and "Traceback" in p["stderr"] and "unknown catalogue scene" in p["stderr"]
 
 
 

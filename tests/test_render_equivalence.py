@@ -60,6 +60,18 @@ def test_catalogue_scenes(name):
     compare(sc.gaussians, cam, background=sc.background)
 
 
+@pytest.mark.parametrize("name", ["hydrant_01", "laptop_03"])
+def test_object_mesh_is_the_built_scenes_object(name):
+    """scenes.catalogue.object_mesh (the fast path the abutting_silhouettes generator takes: no Gaussians)
+    against its twin, the full build's object mesh: the same vertices and faces (the scenes test_catalogue_scenes
+    built above, cached by build)."""
+    from scenes.catalogue import build, object_mesh
+
+    a, b = object_mesh(name), build(name).meshes["object"]
+    assert np.array_equal(a.vertices, b.vertices) and np.array_equal(a.faces, b.faces)
+    assert len(a.faces) >= 12  # a real object (the laptop, a few boxes, has 60)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["bench_02", "motorcycle_01", "umbrella_03", "plant_04"])
 def test_catalogue_scenes_full_size(name):

@@ -388,7 +388,17 @@ def test_plain_shards_with_other_columns_join_as_pandas_joins_them(tmp_path, mon
 def test_every_generator_writes_what_the_pandas_path_writes(tmp_path, monkeypatch):
     """Over every registered generator (its test configuration, shards of 4 items): the tables and manifest
     made with the pyarrow path where rows are plain are byte for byte those of the pandas path, images too;
-    and the pyarrow path is taken by most of them (a path never used would be tested by nothing)."""
+    and the pyarrow path is taken by most of them (a path never used would be tested by nothing).
+
+    The pandas run is given the pyarrow run's rendered shards (its rows, and its images copied) instead of
+    rendering them again: rendering (``_render_items``) comes before, and does not depend on, the table path
+    this test compares, and that a generator's images and rows come out the same when it is run again with
+    the same seed is tested for every generator in
+    tests/test_stimuli.py::test_every_generator_draws_from_the_seed_and_records_it. The pandas run still goes
+    through everything after the render: rows files, table parts, the tables and the manifest."""
+    import copy
+    import shutil
+
     import tasks.stimuli.writer as W
     from tasks.stimuli.registry import GENERATORS
 
@@ -396,6 +406,7 @@ def test_every_generator_writes_what_the_pandas_path_writes(tmp_path, monkeypatc
         return {k: v for k, v in tree(d).items() if k != "config.json" and not k.startswith(".shards/")}
 
     real, used = W._arrow_table, set()
+    real_render, rendered = W._render_items, {}
 
     def spy(rows, name):
         table = real(rows)
@@ -403,10 +414,29 @@ def test_every_generator_writes_what_the_pandas_path_writes(tmp_path, monkeypatc
             used.add(name)
         return table
 
+    def recording(args):
+        index, rows = real_render(args)
+        rendered[index] = (args[5], copy.deepcopy(rows))
+        return index, rows
+
+    def replaying(args):
+        index = args[3]
+        src, rows = rendered[index]
+        for r in rows:
+            if r["file_name"]:
+                dest = Path(args[5]) / r["file_name"]
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(Path(src) / r["file_name"], dest)
+        return index, copy.deepcopy(rows)
+
     for name, gen in sorted(GENERATORS.items()):
+        rendered.clear()
         monkeypatch.setattr(W, "_arrow_table", lambda rows, name=name: spy(rows, name))
+        monkeypatch.setattr(W, "_render_items", recording)
         fast = write_dataset(name, tmp_path / f"{name}_a", dict(gen.test_params), progress=False, shard_size=4)
         monkeypatch.setattr(W, "_arrow_table", lambda rows: None)
+        monkeypatch.setattr(W, "_render_items", replaying)
         ref = write_dataset(name, tmp_path / f"{name}_b", dict(gen.test_params), progress=False, shard_size=4)
+        assert rendered and not (set(rendered) - set(range(len(rendered)))), name  # every shard replayed
         assert files(fast) == files(ref), name
     assert len(used) >= 0.75 * len(GENERATORS), sorted(set(GENERATORS) - used)

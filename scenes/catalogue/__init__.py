@@ -150,6 +150,28 @@ def _backdrop() -> trimesh.Trimesh:
     return m
 
 
+def _object_parts(name: str, seed: int):
+    """The first steps of :func:`build`, which make the object: (category, instance, the scene's generator
+    after them, the object's parts, their meshes joined). :func:`build` goes on from here with the same
+    generator; :func:`object_mesh` stops here."""
+    category, instance = parse_name(name)
+    rng = np.random.default_rng([seed, CATEGORIES.index(category), instance])
+    parts = OBJECTS[category](rng)
+    # random yaw so that instances of a category face different ways
+    yaw = trimesh.transformations.rotation_matrix(rng.uniform(0, 2 * math.pi), [0, 0, 1])
+    for p in parts:
+        p.mesh.apply_transform(yaw)
+    obj = trimesh.util.concatenate([p.mesh for p in parts])
+    return category, instance, rng, parts, obj
+
+
+def object_mesh(name: str, seed: int = 0) -> trimesh.Trimesh:
+    """``build(name, seed).meshes["object"]`` without the rest of the scene (the Gaussians: ~0.7 s of a
+    build): for silhouettes and footprints. The same steps as :func:`build` (:func:`_object_parts`), so the
+    same mesh (tests/test_render_equivalence.py compares them)."""
+    return _object_parts(name, seed)[-1]
+
+
 @functools.lru_cache(maxsize=8)
 def build(name: str, seed: int = 0, density: float = 1.0) -> Scene:
     """Build catalogue scene ``name`` (e.g. ``"bench_01"``); deterministic in (name, seed, density).
@@ -160,15 +182,8 @@ def build(name: str, seed: int = 0, density: float = 1.0) -> Scene:
     """
     if not density > 0:
         raise SceneError(f"density must be > 0, got {density}")
-    category, instance = parse_name(name)
-    rng = np.random.default_rng([seed, CATEGORIES.index(category), instance])
-    parts = OBJECTS[category](rng)
+    category, instance, rng, parts, obj = _object_parts(name, seed)
     spacing_scale = 1.0 / math.sqrt(density)
-    # random yaw so that instances of a category face different ways
-    yaw = trimesh.transformations.rotation_matrix(rng.uniform(0, 2 * math.pi), [0, 0, 1])
-    for p in parts:
-        p.mesh.apply_transform(yaw)
-    obj = trimesh.util.concatenate([p.mesh for p in parts])
     ground_kind = GROUNDS[int(rng.integers(len(GROUNDS)))]
     ground_fn = ground_color_fn(ground_kind, rng)
     ground_in, ground_out = _disc(0, 3.2), _disc(3.2, GROUND_RADIUS)

@@ -70,12 +70,11 @@ def catalogue_silhouettes(size: int = 224, views: int = 8) -> tuple[np.ndarray, 
     """Black-on-white silhouettes (floats in [0, 1]) of the catalogue objects, ``views`` azimuths each."""
     from scenes.camera import Camera
     from render.meshes import render_meshes_raycast
-    from scenes.catalogue import CATEGORIES, build
+    from scenes.catalogue import CATEGORIES, object_mesh
 
     imgs, labels = [], []
     for cat in CATEGORIES:
-        sc = build(f"{cat}_01")
-        obj = sc.meshes["object"]
+        obj = object_mesh(f"{cat}_01")  # build(...).meshes["object"], without the scene's Gaussians
         lo, hi = obj.bounds
         c = (lo + hi) / 2
         ext = float(np.linalg.norm(hi - lo))
