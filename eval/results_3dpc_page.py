@@ -720,7 +720,19 @@ def validity_section(sweep_md: Path, page_dir: Path) -> str:
     head = (f"Whether the build's shortcut audit passes over other build configurations (scene subsets, settings, "
             f"frames, seeds, image size): the table of [{sweep_md.name}]({link}) as it stands at this page's "
             "generation (details, command and date there). The results above are on the default build only.\n\n")
-    return head + ("\n".join(table) + "\n\n" if table else f"_{sweep_md.name} has no table yet._\n\n")
+    if not table:
+        return head + f"_{sweep_md.name} has no table yet._\n\n"
+    cells = [[c.strip() for c in row.strip().strip("|").split("|")] for row in table]
+    cols, rows = cells[0], [r for r in cells[2:] if len(r) == len(cells[0])]
+    if "result" in cols and "config" in cols:
+        failed = [r for r in rows if "FAIL" in r[cols.index("result")]]
+        where = cols.index("smallest margin (figure)") if "smallest margin (figure)" in cols else None
+        verdict = (f"**{len(rows) - len(failed)} of {len(rows)} configurations pass.**"
+                   + ("" if not failed else " Failing: " + "; ".join(
+                       r[cols.index("config")] + ("" if where is None else f" ({r[where]})") for r in failed)
+                      + ". Until every configuration passes, the results above hold for the default build's options."))
+        head += verdict + "\n\n"
+    return head + "\n".join(table) + "\n\n"
 
 
 def why_not(verdict: pd.DataFrame, acc: pd.DataFrame, curves: pd.DataFrame, base: pd.DataFrame | None) -> list[str]:

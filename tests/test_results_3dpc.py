@@ -507,3 +507,18 @@ def test_why_not_reads_the_curves_and_the_pixel_baseline():
     assert "fine-tuning lifts VPT-basic, C:" in out[2] and "not recorded" in out[2]
     assert "A (random), Depth order" in out[3] and "below the build's raw-pixel regression 0.750" in out[3]
     assert why_not(verdict, acc, curves, None)[3:] == [], "without the build no pixel comparison is made"
+
+
+def test_validity_section_counts_passing_configurations(tmp_path):
+    """The page's validity section copies the sweep's first table and says how many configurations pass and
+    which fail, with their smallest margin, counted from that table."""
+    from eval.results_3dpc_page import validity_section
+
+    md = tmp_path / "validity_sweep.md"
+    md.write_text("# sweep\n\ntext\n\n| config | result | smallest margin (figure) |\n|---|---|---|\n"
+                  "| a | PASS | +0.03 (vpt pixels) |\n| b | **FAIL** (1) | -0.05 (depth ball_v) |\n"
+                  "| c | PASS (1 outside but not enforced) | -0.01 (vpt pixels) |\n\n## next\n\n| x |\n|---|\n")
+    out = validity_section(md, tmp_path)
+    assert "**2 of 3 configurations pass.** Failing: b (-0.05 (depth ball_v))." in out
+    assert "| b | **FAIL** (1) |" in out and "| x |" not in out
+    assert "not in" in validity_section(tmp_path / "absent.md", tmp_path)
