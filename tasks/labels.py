@@ -218,6 +218,9 @@ class ClearanceDisc:
             keep = pts[pts[:, 2] >= self.floor - 1e-9]
             if len(keep) >= n:
                 return keep[_evenly(len(keep), n)]
+            if m >= 64 * n:  # the builder's floors keep at least half the disc; this one keeps almost none of it
+                raise ValueError(f"clearance disc of the target at {tuple(np.round(c, 3))}: fewer than {n} of "
+                                 f"{m} disc points lie above its floor z={self.floor:.3f} seen from {tuple(np.round(eye, 3))}")
             m *= 2
 
     def facing_points_many(self, eyes, n: int = 256) -> np.ndarray:

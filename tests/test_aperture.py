@@ -350,6 +350,9 @@ def test_disc_points_of_many_eyes_are_each_eyes_points():
     sq, c, s = _spiral(128)
     kept = ((ball.center + (cut.radius * sq * c)[:, None] * a + (cut.radius * sq * s)[:, None] * b)[:, 2] >= cut.floor).sum()
     assert kept < 64 and many[:64, 2].min() >= cut.floor
+    # a disc wholly under its floor (seen from straight above) is a clear error, not an endless search
+    with pytest.raises(ValueError, match="above its floor"):
+        cut.facing_points(np.array([2.0, 0.0, 3.0]), 64)
 
 
 def test_observer_rotation_is_a_fresh_array_each_time():
