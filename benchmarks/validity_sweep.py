@@ -1,6 +1,6 @@
 """Validity of the 3D-PC across build configurations (issue 35.4): build a grid, audit each, one table.
 
-    python benchmarks/validity_sweep.py --out <dir> [--only NAME ...] [--no-build] [--workers 2]
+    python benchmarks/validity_sweep.py --out <dir> [--only NAME ...] [--no-build | --reassemble] [--workers 2]
                                         [--doc docs/validity_sweep.md]
 
 A user who rebuilds the 3D-PC with other scenes, more settings or fewer frames must get a dataset whose labels
@@ -20,7 +20,9 @@ with the default gates, :class:`AuditConfig`) and writes
 
 Resumable: a configuration whose folder holds ``sweep_build.json`` (written when its build returned) is not
 rebuilt; a build cut short resumes scene by scene (the builder's own resume). The audit is re-run on every
-finished build each time (seconds), so a changed audit or gate re-scores the sweep without rebuilding.
+finished build each time (seconds), so a changed audit or gate re-scores the sweep without rebuilding;
+``--reassemble`` runs the builder again on finished builds (seconds each: scenes kept, item selection, views
+and audit anew), so a changed item selection (``depth_cue_band``) reaches the sweep without re-rendering.
 The grid keeps each build to a few CPU minutes: no VPT-Strategy scenes (the audit does not use them) and
 short trajectories, but at least 40 test placements each so that every gate is enforced
 (``audit.min_placements``). Run long sweeps as ``nohup nice -n 19 ... &``.
@@ -107,15 +109,29 @@ def _cpu_seconds() -> float:
     return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
 
 
-def build_one(c: dict, out: Path, workers: int) -> dict:
-    """Build configuration ``c`` in ``out/<name>`` unless finished; returns its record (sweep_build.json)."""
+def build_one(c: dict, out: Path, workers: int, reassemble: bool = False) -> dict:
+    """Build configuration ``c`` in ``out/<name>`` unless finished; returns its record (sweep_build.json).
+    ``reassemble``: run the builder again on a finished build (it keeps every scene whose files match its
+    manifest and assembles anew: the item selection, views and audit of today's code); the record keeps the
+    original build's cost and adds the re-assembly's."""
     from tasks.threedpc.build import build
     from tasks.threedpc.config import compose_config
 
     folder = out / c["name"]
     done = folder / "sweep_build.json"
     if done.exists():
-        return json.loads(done.read_text())
+        rec = json.loads(done.read_text())
+        if not reassemble:
+            return rec
+        t0, cpu0 = time.time(), _cpu_seconds()
+        build(compose_config(overrides(c, folder, workers)), progress=False)
+        rec["reassembled"] = {"wall_s": round(time.time() - t0, 1), "cpu_s": round(_cpu_seconds() - cpu0, 1),
+                              "at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+        from infra.files import atomic_write_text
+
+        atomic_write_text(done, json.dumps(rec, indent=2))
+        print(f"[{time.strftime('%H:%M:%S')}] re-assembled {c['name']}: {rec['reassembled']['cpu_s']} CPU-s", flush=True)
+        return rec
     ov = overrides(c, folder, workers)
     print(f"[{time.strftime('%H:%M:%S')}] building {c['name']}: {' '.join(shlex.quote(o) for o in ov)}", flush=True)
     t0, cpu0 = time.time(), _cpu_seconds()
@@ -164,6 +180,17 @@ def orientation(table, limit: float = 0.65):
     return t
 
 
+def _reassembly_lines(records: dict) -> list[str]:
+    """A note on the builds re-assembled with ``--reassemble`` (their scenes rendered earlier)."""
+    again = {n: r["reassembled"] for n, r in records.items() if "reassembled" in r}
+    if not again:
+        return []
+    last = max(r["at"] for r in again.values())[:16].replace("T", " ")
+    return [f"{len(again)} of {len(records)} builds were re-assembled by `--reassemble` (last at {last} UTC): their "
+            "scenes as rendered before, their item selection, views and audit by today's code. Build CPU-s is the "
+            "original build's.", ""]
+
+
 def markdown(rows, records: dict, argv: list[str], orient=None) -> str:
     """docs/validity_sweep.md from the long table ``rows`` (one row per configuration × gated figure)."""
     import numpy as np
@@ -178,10 +205,13 @@ def markdown(rows, records: dict, argv: list[str], orient=None) -> str:
              "scenes) audited by `tasks/threedpc/shortcuts.py` with the default gates (`AuditConfig`). Single-cue AUCs "
              "are scored on all of the task's frames; rules and regressions are fitted on the train scenes and scored on "
              "the held-out test scenes. `margin` = distance of the figure to the nearer limit of its gate (negative: "
-             "outside). A gate is enforced when its figure rests on >= 40 placements.", "",
+             "outside). A gate is enforced when its figure rests on >= 40 placements. `depth items`: the depth task's "
+             "images after balancing and the cue matching of `depth_cue_band` (`tasks/threedpc/select.py`), with how "
+             "many balanced candidates the matching dropped.", "",
+             *_reassembly_lines(records),
              "## Configurations", "",
-             "| config | scene subset | settings | frames | seed | size | out_of_view_fraction (facing-away share of VPT images) | scenes (train/val/test) | test placements | build CPU-s | result | smallest margin (figure) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| config | scene subset | settings | frames | seed | size | out_of_view_fraction (facing-away share of VPT images) | scenes (train/val/test) | test placements | depth items (cue-matching dropped) | build CPU-s | result | smallest margin (figure) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for n in names:
         r = rows[rows.config == n]
         c = records[n]["config"]
@@ -194,6 +224,7 @@ def markdown(rows, records: dict, argv: list[str], orient=None) -> str:
         lines.append(f"| {n} | {c['subset']} | {c['settings']} | {c['frames']} | {c['seed']} | {c['size']} | "
                      f"{records[n]['oov']} ({records[n]['facing_away_share']:.3f}) | "
                      f"{sum(counts.values())} ({counts.get('train', 0)}/{counts.get('val', 0)}/{counts.get('test', 0)}) | {tp} | "
+                     f"{records[n].get('depth_items', ('', ''))[0]} ({records[n].get('depth_items', ('', ''))[1]}) | "
                      f"{records[n].get('cpu_s', '')} | {'PASS' if not len(fail) else f'**FAIL** ({len(fail)})'}"
                      f"{f' ({noise} outside but not enforced)' if noise else ''} "
                      f"| {worst.margin:+.3f} ({worst.task} {worst['name']}) |")
@@ -251,6 +282,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", required=True, help="folder holding one build folder per configuration")
     ap.add_argument("--only", nargs="*", default=None, help="configuration names (default: all)")
     ap.add_argument("--no-build", action="store_true", help="only audit the finished builds")
+    ap.add_argument("--reassemble", action="store_true",
+                    help="run the builder again on finished builds: re-assemble them (item selection, views, audit) "
+                         "with today's code, keeping their rendered scenes")
     ap.add_argument("--workers", type=int, default=2, help="build processes per configuration")
     ap.add_argument("--doc", default=str(Path(_here).parent / "docs" / "validity_sweep.md"),
                     help="markdown report to write (default docs/validity_sweep.md)")
@@ -272,13 +306,15 @@ def main(argv: list[str] | None = None) -> int:
         done = out / c["name"] / "sweep_build.json"
         if args.no_build and not done.exists():
             continue
-        records[c["name"]] = build_one(c, out, args.workers)
+        records[c["name"]] = build_one(c, out, args.workers, args.reassemble and not args.no_build)
     for c in todo:
         if c["name"] not in records:
             continue
         t = audit_one(c, out)
-        meta = pd.read_parquet(out / c["name"] / "metadata.parquet", columns=["scene", "split", "in_vpt", "vpt_reason"])
+        meta = pd.read_parquet(out / c["name"] / "metadata.parquet")
         records[c["name"]]["splits"] = meta.drop_duplicates("scene").split.value_counts().to_dict()
+        dropped = int(meta["cue_dropped_depth"].sum()) if "cue_dropped_depth" in meta else 0
+        records[c["name"]]["depth_items"] = (int(meta.in_depth.fillna(False).sum()), dropped)
         vpt = meta[meta.in_vpt.fillna(False).astype(bool)]
         records[c["name"]]["facing_away_share"] = float((vpt.vpt_reason == "out_of_view").mean())
         records[c["name"]]["oov"] = json.loads((out / c["name"] / "config.json").read_text())["out_of_view_fraction"]

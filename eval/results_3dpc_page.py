@@ -384,6 +384,12 @@ def verdicts(acc: pd.DataFrame, tests: pd.DataFrame, planned=()) -> pd.DataFrame
             add("fine-tuning lifts VPT-basic", obs, greater(t),
                 f"fine-tuned {cite(fv)} vs probe {cite(v)}; difference {t['mean_difference']:+.3f}, "
                 f"p {_fmt_p(t['p_value'])}; humans (paper) {HUMANS['3dpc/vpt']:.3f}")
+        fd = row("3dpc/depth", "finetune", obs)
+        if fd is None:
+            add("fine-tuned depth order above humans", obs, NOT_RUN, "")
+        else:  # the paper: 97% of its fine-tuned models exceed humans' 74.7% on depth order
+            add("fine-tuned depth order above humans", obs, "yes" if fd["ci_low"] > HUMANS["3dpc/depth"] else "no",
+                f"fine-tuned {cite(fd)}; humans (paper) {HUMANS['3dpc/depth']:.3f}; paper: 97% of models above")
         s = row("3dpc/vpt_strategy", "finetune", obs)
         if s is None:
             add("VPT-Strategy after VPT-basic fine-tuning near chance", obs, NOT_RUN, "")
@@ -727,7 +733,10 @@ def validity_section(sweep_md: Path, page_dir: Path) -> str:
     if "result" in cols and "config" in cols:
         failed = [r for r in rows if "FAIL" in r[cols.index("result")]]
         where = cols.index("smallest margin (figure)") if "smallest margin (figure)" in cols else None
+        noisy = [r[cols.index("config")] for r in rows if "not enforced" in r[cols.index("result")] and r not in failed]
         verdict = (f"**{len(rows) - len(failed)} of {len(rows)} configurations pass.**"
+                   + ("" if not noisy else f" In {len(noisy)} of them ({', '.join(noisy)}) a figure lies outside its "
+                      "gate with a 95% CI that still includes chance, so it is not enforced (`audit.beyond_chance`).")
                    + ("" if not failed else " Failing: " + "; ".join(
                        r[cols.index("config")] + ("" if where is None else f" ({r[where]})") for r in failed)
                       + ". Until every configuration passes, the results above hold for the default build's options."))
@@ -912,7 +921,8 @@ def write_page(results, out_md, img_dir=None, n_boot: int = 10_000, build=None) 
              "`eval/results_3dpc.py` and `eval/results_3dpc_page.py`.\n\n")
     p.append("Paper: Linsley et al. (2024), *The 3D-PC: a benchmark for visual perspective taking in humans and "
              "machines*. Expected pattern: after linear probing depth order ≫ VPT-basic (VPT near chance); "
-             "fine-tuning lifts VPT-basic; after VPT-basic fine-tuning VPT-Strategy stays near chance; random-weight "
+             "fine-tuning lifts VPT-basic and takes depth order above humans; after VPT-basic fine-tuning VPT-Strategy "
+             "stays near chance; random-weight "
              "controls at chance.\n\n")
     p.append("## Does the pattern hold?\n\n")
     p.append(verdict_summary(verdict))
@@ -920,7 +930,8 @@ def write_page(results, out_md, img_dir=None, n_boot: int = 10_000, build=None) 
                                  "evidence": "evidence: accuracy [95% CI] (key)"}))
     p.append("\nA difference 'holds' when it has the paper's sign and p < 0.05 in a paired sign-flip test over "
              "test placements; 'near chance' when the 95% CI contains 0.5 or the accuracy is at most the paper's "
-             "best VPT probe (0.538; VPT-Strategy: its best fine-tuned 0.66).\n\n")
+             "best VPT probe (0.538; VPT-Strategy: its best fine-tuned 0.66); 'above humans' when the 95% CI lies "
+             "above the paper's human accuracy.\n\n")
     curves = finetune_curves(res, set(summary["run_id"]))
     base = baseline_table(acc, build, set(cost["build"]) - {""}) if build is not None else None
     reasons = why_not(verdict, acc, curves, base)

@@ -166,7 +166,8 @@ def mark_owned(folder: Path) -> None:
 def output_folder(out: str | os.PathLike, kind: str, config: dict, *, overwrite: bool = False,
                   stamp: str = "config.json", stamp_extra: dict | None = None, config_key: str | None = None,
                   owned: Callable[[Path], tuple[Iterable[Path], Iterable[Path]]] | None = None,
-                  temps: Callable[[Path], Iterable[Path]] | None = None) -> Iterator[Path]:
+                  temps: Callable[[Path], Iterable[Path]] | None = None,
+                  upgrade: Callable[[dict], dict] | None = None) -> Iterator[Path]:
     """Claim ``out`` for a run producing ``kind`` output with ``config`` (JSON-able); yields the folder.
 
     1. Locks ``<out>/.lock`` for the whole ``with`` block (:class:`OutputInUse` if another run holds it).
@@ -175,6 +176,8 @@ def output_folder(out: str | os.PathLike, kind: str, config: dict, *, overwrite:
        no stamp → a new output (files already there are left alone); same → resume; different →
        :class:`OutputConflict` naming the differing keys, unless ``overwrite``: then the files and owned
        folders ``owned(out)`` returns (what Vantage's records list) are deleted — never anything else.
+       ``upgrade`` maps the stamp's config to today's form first (keys that today's code leaves out when
+       they hold what older code always did), so an equivalent older stamp resumes.
        A stamp without Vantage's mark is someone else's file: refused even with ``overwrite``, unless it
        holds exactly ``config`` (a stamp written before marks existed).
     4. Writes the marked stamp atomically (``stamp_extra`` adds fields beside the config)."""
@@ -199,6 +202,8 @@ def output_folder(out: str | os.PathLike, kind: str, config: dict, *, overwrite:
                 raise OutputConflict(
                     f"out={out}: {stamp} was not written by Vantage (no {STAMP_MARK!r} mark); Vantage never "
                     "deletes files it did not write — choose another (empty or new) out=")
+            if upgrade is not None and mark is not None and isinstance(had, dict):
+                had = upgrade(json.loads(json.dumps(had)))
             if mark is not None and mark.get("output") != kind:
                 raise OutputConflict(f"out={out}: holds {mark.get('output')} output, not {kind}; choose another out=")
             if had != config:

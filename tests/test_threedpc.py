@@ -151,6 +151,9 @@ def test_invalid_configs_fail_before_rendering(tmp_path):
         config_from_dict({**base, "settings": 5})
     with pytest.raises(ConfigError, match="human_n=400 cannot be balanced"):
         config_from_dict({**base, "human_n": 400})
+    with pytest.raises(ConfigError, match=r"depth_cue_band=\[0.6, 0.9\]: must be \[low, high\] with 0 <= low < 0.5"):
+        config_from_dict({**base, "depth_cue_band": [0.6, 0.9]})
+    assert config_from_dict({**base, "depth_cue_band": None}).depth_cue_band is None
     with pytest.raises(ConfigError, match="unknown config keys \\['frame'\\]"):
         config_from_dict({**base, "frame": 3})
     with pytest.raises(ConfigError, match="needs a split in scene_splits"):

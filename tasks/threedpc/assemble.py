@@ -151,6 +151,13 @@ def assemble(cfg: BuildConfig, thumbs: dict | None = None) -> None:
             drop = rng.choice(idx, size=abs(n0 - n1), replace=False) if n0 != n1 else []
             df.loc[drop, flag] = True
             df.loc[drop, col] = False
+    # depth items matched on single image cues (tasks/threedpc/select.py): no layout cue decides the order
+    from .select import depth_selection
+
+    df["cue_dropped_depth"] = False
+    drop, selection = depth_selection(df, cfg.depth_cue_band)
+    df.loc[drop, "cue_dropped_depth"] = True
+    df.loc[drop, "in_depth"] = False
     df["in_strategy"] = df.task_set == "strategy"
     human = human_subset(df[basic], cfg.human_n, scene_rng(cfg, "__human__")) if cfg.human_n else []
     df["in_human"] = False
@@ -169,14 +176,17 @@ def assemble(cfg: BuildConfig, thumbs: dict | None = None) -> None:
 
     with ThreadPoolExecutor(1, thread_name_prefix="3dpc-audit") as ex:
         audit = ex.submit(run_build_audit, df.copy(), out, cfg.audit, thumbs)
-        counts = _write_tables(cfg, out, df, rejections, captures)
+        counts = _write_tables(cfg, out, df, rejections, captures, selection)
         audit_table, audit_md = audit.result()
-    atomic_write_text(out / "summary.md", summary_markdown(cfg, df, counts, rejections) + audit_md)
+    atomic_write_text(out / "summary.md", summary_markdown(cfg, df, counts, rejections, selection) + audit_md)
     enforce(audit_table, out, cfg.audit)
 
 
-def _write_tables(cfg: BuildConfig, out: Path, df, rejections: dict, captures: dict | None = None) -> dict:
-    """The views, metadata tables and manifest of an assembled build; returns the per-task counts."""
+def _write_tables(cfg: BuildConfig, out: Path, df, rejections: dict, captures: dict | None = None,
+                 selection: dict | None = None) -> dict:
+    """The views, metadata tables and manifest of an assembled build; returns the per-task counts.
+    ``selection``: the depth items' cue matching (:func:`tasks.threedpc.select.depth_selection`), recorded in
+    the manifest when it dropped frames (a build it leaves unchanged keeps the manifest it had without it)."""
     from infra.files import package_version, write_table
     from infra.images import DEFLATE
     from infra.files import atomic_write_text
@@ -202,6 +212,8 @@ def _write_tables(cfg: BuildConfig, out: Path, df, rejections: dict, captures: d
     }
     if captures:  # scene files: which file (sha256) and how it was placed in the canonical frame
         manifest["captures"] = captures
+    if selection and sum(selection["dropped"].values()):
+        manifest["depth_item_selection"] = selection
     modified = compare_manifest(out / "manifest.json", manifest["images"])
     if modified:
         manifest["modified_since_previous_manifest"] = modified
@@ -281,7 +293,23 @@ def prop_size_lines(cfg: BuildConfig, df) -> list[str]:
     return lines + [""]
 
 
-def summary_markdown(cfg: BuildConfig, df, counts: dict, rejections: dict | None = None) -> str:
+def selection_lines(selection: dict | None) -> list[str]:
+    """The summary's account of the depth items' cue matching (``tasks/threedpc/select.py``)."""
+    if selection is None:
+        return ["- depth items: no cue matching (`depth_cue_band: null`)"]
+    lo, hi = selection["band"]
+    n = sum(selection["dropped"].values())
+    if not n:
+        return [f"- depth items: every single image cue's AUC against the depth label already lay in [{lo:g}, {hi:g}] "
+                "(`depth_cue_band`); none dropped"]
+    moved = "; ".join(f"{c} {v['before']:.3f} → {v['after']:.3f}" for c, v in selection["cues"].items())
+    per = ", ".join(f"{s} {k}" for s, k in sorted(selection["dropped"].items()) if k)
+    return [f"- depth items matched on single image cues (`depth_cue_band` [{lo:g}, {hi:g}]): {n} balanced candidates "
+            f"dropped in label pairs ({per}) so that no cue's AUC lies outside the band; outside before: {moved}"]
+
+
+def summary_markdown(cfg: BuildConfig, df, counts: dict, rejections: dict | None = None,
+                     selection: dict | None = None) -> str:
     import pandas as pd
 
     basic = df[df.task_set == "basic"]
@@ -308,6 +336,7 @@ def summary_markdown(cfg: BuildConfig, df, counts: dict, rejections: dict | None
         lines.append(f"- {r}: {n} ({n / max(len(basic), 1):.1%} of frames)")
     amb = basic[basic.keep.fillna(False) & basic.depth_label.isna()]
     lines.append(f"- depth ambiguous (kept for VPT, excluded from depth): {len(amb)}")
+    lines += selection_lines(selection if cfg.depth_cue_band is not None else None)
     lines += ["", *prop_size_lines(cfg, df)]
     lines += ["", "## Label audit", ""]
     settings = df.drop_duplicates(["scene", "setting"])

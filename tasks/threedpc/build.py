@@ -30,7 +30,7 @@ from ..labels import aperture_label, aperture_labels, label_frame, raycast_visib
 from ..placement import (CompositeOccluders, Placement, PlacementError, PropStyle, make_props, sample_matched_settings,
                          sample_placement, staged_scene)
 from infra.schema import validate_config, validate_section
-from .config import BuildConfig, ConfigError
+from .config import BuildConfig, ConfigError, upgrade_identity
 from .layout import LABELS_FILE, VIEWS, load_build_scene, scene_dir, scene_dir_of, scene_rng  # noqa: F401 (re-exported)
 
 
@@ -749,7 +749,7 @@ def build(cfg: BuildConfig, progress: bool = True) -> Path:
     with contextlib.ExitStack() as claimed:
         try:
             claimed.enter_context(output_folder(out, "tasks.threedpc", cfg.identity(), overwrite=cfg.overwrite,
-                                                owned=_owned(cfg), temps=_temps))
+                                                owned=_owned(cfg), temps=_temps, upgrade=upgrade_identity))
         except OutputError as e:
             raise ConfigError(str(e)) from None
         expected = None

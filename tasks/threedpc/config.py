@@ -153,6 +153,13 @@ class BuildConfig:
     strategy_steps: images per VPT-Strategy scene (the props move together past the occluder).
     strategy_tries: attempts at a VPT-Strategy sequence (a new path each), split evenly over the five prop
         heights; with rule v3.1's clearance disc of 2 ball radii the ten catalogue _04 scenes need up to 97.
+    depth_cue_band: the depth items are matched on single image cues (tasks/threedpc/select.py): among the
+        balanced candidates, frames a cue decides most surely are dropped in label pairs per split until every
+        cue's AUC against the depth label lies in this band (default: 0.05 inside the audit's gate [0.10,
+        0.90]). Issue 35: on sweep builds with 2-3 frames per trajectory the ball's image height alone reached
+        AUC 0.95. An item selection over the same images: not part of the rendering identity (changing it
+        re-assembles, it does not rebuild); a build where it drops frames records it in manifest.json
+        (``depth_item_selection``), and a build where every cue lies in the band is unchanged by it.
     audit: gates of the shortcut audit run on every build (tasks/threedpc/shortcuts.py); not part of the
         dataset's identity (changing a gate re-audits, it does not rebuild).
     """
@@ -182,6 +189,9 @@ class BuildConfig:
     val_holdout: str = field("scene", "what validation holds out", choices=VAL_HOLDOUTS)
     val_settings: int = field(2, "with val_holdout=setting: settings per training scene held out")
     human_n: int = field(94, "images in the balanced human-test subset (0 = none)", range=(0, math.inf))
+    depth_cue_band: tuple[float, float] | None = field(
+        (0.15, 0.85), "depth items: every single image cue's AUC against the depth label kept in this band "
+        "(null: no cue matching)", range=(0, 1))
     strategy_steps: int = field(10, "images per VPT-Strategy scene")
     scene_splits: tuple[tuple[str, str], ...] = ()
     scene_frames: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
@@ -256,8 +266,10 @@ class BuildConfig:
         code fixes rather than the config (:func:`design_identity`), so that resuming a build written by code
         with other prop geometry, placement rules or label rules is refused instead of mixing the two."""
         d = dataclasses.asdict(self)
-        for k in ("out", "workers", "overwrite", "audit"):
+        for k in ("out", "workers", "overwrite", "audit", "depth_cue_band"):
             d.pop(k)
+        if not d["scene_frames"]:  # no scene file hints: left out, so builds written before the field resume
+            d.pop("scene_frames")
         d["design"] = design_identity()
         files = scene_file_digests(self.scenes)
         if files:  # what a scene file holds, not where it is: another file under the same name is another build
@@ -266,6 +278,18 @@ class BuildConfig:
             d["scene_files"] = files
             d["design"]["canonical_frame_version"] = CANONICAL_VERSION
         return d
+
+
+def upgrade_identity(stamp: dict) -> dict:
+    """A build stamp's identity (``config.json``) in today's form: the keys :meth:`BuildConfig.identity` and
+    :func:`design_identity` leave out when they hold what builds before them did (empty ``scene_frames``,
+    ``away_facing: viewer``) are dropped, so a build written while they were still recorded resumes."""
+    if stamp.get("scene_frames") in ([], {}, None):
+        stamp.pop("scene_frames", None)
+    matched = stamp.get("design", {}).get("matched_design", {})
+    if matched.get("away_facing") == "viewer":
+        matched.pop("away_facing")
+    return stamp
 
 
 def scene_file_digests(scenes) -> dict[str, str]:
@@ -361,8 +385,8 @@ def config_from_dict(d: dict) -> BuildConfig:
     style = make_section(PropStyle, {k: _tuple(v) for k, v in (d.pop("style", None) or {}).items()}, "style")
     rules = make_section(LabelRules, d.pop("rules", None), "rules")
     audit = make_section(AuditConfig, d.pop("audit", None), "audit", " (see AuditConfig, tasks/threedpc/config.py)")
-    for k in ("ball_size_range", "observer_size_range"):
-        if k in d:
+    for k in ("ball_size_range", "observer_size_range", "depth_cue_band"):
+        if d.get(k) is not None:
             d[k] = _tuple(d[k])
     splits = d.pop("scene_splits", None) or {}
     frames = d.pop("scene_frames", None) or {}
@@ -433,6 +457,10 @@ def validate(cfg: BuildConfig) -> None:
         v = getattr(cfg, k)
         if not 0 < v[0] <= v[1]:
             raise ConfigError(f"{k}={v!r}: must be [low, high] size factors with 0 < low <= high <= 5, e.g. [0.5, 2.0]")
+    band = cfg.depth_cue_band
+    if band is not None and (len(band) != 2 or not 0 <= band[0] < 0.5 < band[1] <= 1):
+        raise ConfigError(f"depth_cue_band={list(band)!r}: must be [low, high] with 0 <= low < 0.5 < high <= 1, e.g. "
+                          "[0.15, 0.85], or null for no cue matching")
     if cfg.frame_margin >= 0.4:
         raise ConfigError(f"frame_margin={cfg.frame_margin}: must be < 0.4 (props this far inside each border)")
     capacity = len(by_split["test"]) * cfg.settings * cfg.frames
