@@ -93,14 +93,14 @@ def _task_info(task: Path | None) -> dict:
     and what its manifest or annotation table records."""
     if task is None:
         return {}
-    from .tasks import _manifest_digest
+    from .tasks import manifest_digest
 
     info: dict = {"folder": str(task)}
     man = task / "manifest.json"
     m = json.loads(man.read_text()) if man.is_file() else None
     if m is not None and (task / "metadata.parquet").is_file():  # a 3D-PC build (as eval.tasks detects it)
         images = m.get("images")
-        info.update(kind="3D-PC build", manifest_digest=_manifest_digest(m), seed=m.get("seed"),
+        info.update(kind="3D-PC build", manifest_digest=manifest_digest(m), seed=m.get("seed"),
                     vantage_version=m.get("vantage_version"), label_rule_version=m.get("label_rule_version"),
                     images=len(images) if isinstance(images, (dict, list)) else images, counts=m.get("counts"))
     elif (task / "annotations.parquet").is_file():  # a generated 2D dataset (its manifest counts images)
@@ -109,7 +109,7 @@ def _task_info(task: Path | None) -> dict:
                     dataset=sorted(map(str, ann["dataset"].unique())) if "dataset" in ann else None,
                     conditions=int(ann["condition"].nunique()) if "condition" in ann else None)
         if m is not None:
-            info.update(manifest_digest=_manifest_digest(m), seed=m.get("seed"))
+            info.update(manifest_digest=manifest_digest(m), seed=m.get("seed"))
         cfg = task / "config.json"
         if cfg.is_file():
             info["config"] = json.loads(cfg.read_text())

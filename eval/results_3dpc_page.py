@@ -759,17 +759,17 @@ def why_not(verdict: pd.DataFrame, acc: pd.DataFrame, curves: pd.DataFrame, base
             sel = main[(main["task"] == "3dpc/vpt") & (main["method"] == "finetune") & (main["observer"] == obs)]
             rids = set(sel["run_ids"].iloc[0].split(",")) if len(sel) else set()
             for _, c in curves[curves["run_id"].isin(rids)].iterrows():
-                val = [float(x) for x in c["val_accuracy"].split(", ")]
-                train = [x for x in c["train_accuracy"].split(", ") if x != "-"]
+                val = list(c["val_accuracy"])
+                train = [x for x in c["train_accuracy"] if x is not None]
                 if train:
-                    gap = float(train[-1]) - val[-1]
+                    gap = train[-1] - val[-1]
                     kind = ("it fits its training placements (training accuracy well above validation) without "
                             "what carries to held-out scenes: overfitting" if gap >= 0.1 else
                             "training accuracy stays near validation: the network did not learn the task")
-                    out.append(f"- **{claim}, {obs}:** training accuracy by epoch {', '.join(train)}; validation "
-                               f"{', '.join(f'{x:.3f}' for x in val)} (`{c['run_id']}`): {kind}.")
+                    out.append(f"- **{claim}, {obs}:** training accuracy by epoch {curve_text(train)}; validation "
+                               f"{curve_text(val)} (`{c['run_id']}`): {kind}.")
                 else:
-                    out.append(f"- **{claim}, {obs}:** validation accuracy by epoch {', '.join(f'{x:.3f}' for x in val)}"
+                    out.append(f"- **{claim}, {obs}:** validation accuracy by epoch {curve_text(val)}"
                                f" (`{c['run_id']}`); its training accuracy was not recorded (trained before it was "
                                "logged), so overfitting and not learning cannot be told apart for this run.")
         elif claim in ("random-weight control at chance", "probe: VPT-basic near chance"):
@@ -790,8 +790,8 @@ def why_not(verdict: pd.DataFrame, acc: pd.DataFrame, curves: pd.DataFrame, base
 def finetune_curves(results, finished_run_ids) -> pd.DataFrame:
     """Every fine-tuning run with a resume checkpoint (``<results>/checkpoints/<run>/last.pt``): run id, whether
     it has result rows (``finished``), epochs finished, validation accuracy and loss per epoch, training accuracy
-    per epoch (the running accuracy over the epoch's batches in train mode, dropout on; ``-`` for epochs trained
-    before it was recorded), best epoch so far. An unfinished run is shown as what it is (no test accuracy is
+    per epoch (the running accuracy over the epoch's batches in train mode, dropout on; None for epochs trained
+    before it was recorded), each a list of numbers (:func:`curve_text` writes them), best epoch so far. An unfinished run is shown as what it is (no test accuracy is
     claimed from it); checkpoints are read by the safe loader."""
     from .finetune import load_checkpoint
 
@@ -801,14 +801,18 @@ def finetune_curves(results, finished_run_ids) -> pd.DataFrame:
         st = load_checkpoint(last)["state"]
         hist = list(st.get("history", []))
         rows.append({"run_id": rid, "finished": rid in finished_run_ids, "epochs": int(st["epoch"]) + 1,
-                     "val_accuracy": ", ".join(f"{h['val_accuracy']:.3f}" for h in hist),
-                     "val_loss": ", ".join(f"{h['val_loss']:.4f}" for h in hist),
-                     "train_accuracy": ", ".join(f"{h['train_accuracy']:.3f}" if "train_accuracy" in h else "-"
-                                                 for h in hist),
+                     "val_accuracy": [float(h["val_accuracy"]) for h in hist],
+                     "val_loss": [float(h["val_loss"]) for h in hist],
+                     "train_accuracy": [float(h["train_accuracy"]) if "train_accuracy" in h else None for h in hist],
                      "best_epoch": int(st.get("best_epoch", -1)), "stopped": bool(st.get("stopped", False)),
                      "hours": float(st.get("seconds", 0.0)) / 3600})
     return pd.DataFrame(rows, columns=["run_id", "finished", "epochs", "val_accuracy", "val_loss", "train_accuracy",
                                        "best_epoch", "stopped", "hours"])
+
+
+def curve_text(values, digits: int = 3) -> str:
+    """A curve of :func:`finetune_curves` as the page writes it: ``0.500, 0.520``; ``-`` for a missing epoch."""
+    return ", ".join("-" if v is None else f"{v:.{digits}f}" for v in values)
 
 
 def baseline_table(acc: pd.DataFrame, build, build_digests) -> pd.DataFrame:
@@ -817,13 +821,13 @@ def baseline_table(acc: pd.DataFrame, build, build_digests) -> pd.DataFrame:
     scenes and scored on the held-out test scenes). Rows per task of the audit (depth, vpt): ``task, pixels,
     pixels_ci, rule, rule_name`` and the test-split probe accuracy of every observer (columns by observer).
     ``build`` must be the build the results were computed on (its manifest digest among ``build_digests``)."""
-    from .tasks import _manifest_digest
+    from .tasks import manifest_digest
 
     build = Path(build)
     man = build / "manifest.json"
     if not man.is_file():
         raise FileNotFoundError(f"build={build}: no manifest.json (pass the 3D-PC build the results were run on)")
-    digest = _manifest_digest(json.loads(man.read_text()))
+    digest = manifest_digest(json.loads(man.read_text()))
     if build_digests and digest not in build_digests:
         raise ValueError(f"build={build}: its manifest digest {digest} is not the results' build "
                          f"({', '.join(sorted(build_digests))}); pass the build the runs used")
@@ -972,7 +976,10 @@ def write_page(results, out_md, img_dir=None, n_boot: int = 10_000, build=None) 
         part = curves[curves["finished"] == done]
         if not part.empty:
             p.append(f"{title}\n\n")
-            p.append(_md_table(part.assign(hours=[f"{h:.1f}" for h in part["hours"]]), cols))
+            p.append(_md_table(part.assign(hours=[f"{h:.1f}" for h in part["hours"]],
+                                           val_accuracy=part["val_accuracy"].map(curve_text),
+                                           val_loss=part["val_loss"].map(lambda v: curve_text(v, 4)),
+                                           train_accuracy=part["train_accuracy"].map(curve_text)), cols))
             p.append(f"\n{note}\n\n")
     p.append("## Figures\n\n")
     for stem, caption in figs:

@@ -152,7 +152,7 @@ def _threedpc(root: Path, target: str | None, val_fraction=None, test_fraction=N
     names = ["0", "1"]  # the build's label polarity (docs/ARCHITECTURE.md), as in its ImageFolder views
     items["label_name"] = [names[i] for i in items["label"]]
     manifest = json.loads((root / "manifest.json").read_text())
-    info = {"dataset_sha": _manifest_digest(manifest)}
+    info = {"dataset_sha": manifest_digest(manifest)}
     images = meta.loc[meta["file_name"].fillna("").astype(str) != "", "file_name"].astype(str).tolist()
     return TaskData(root, f"3dpc/{target}", "threedpc", _finish(items), names, tuple(eval_splits), info, images)
 
@@ -172,7 +172,9 @@ def _finish(items: pd.DataFrame) -> pd.DataFrame:
     return items[["item_id", "path", "label", "label_name", "split", "group"]]
 
 
-def _manifest_digest(manifest: dict) -> str:
+def manifest_digest(manifest: dict) -> str:
+    """A build's identity: the first 16 hex digits of the sha256 of its ``manifest.json`` (keys sorted), recorded
+    as ``dataset_sha`` on every run (``eval.results_3dpc.build_identity``)."""
     return hashlib.sha256(json.dumps(manifest, sort_keys=True).encode()).hexdigest()[:16]
 
 

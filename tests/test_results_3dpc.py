@@ -495,9 +495,9 @@ def test_why_not_reads_the_curves_and_the_pixel_baseline():
                            + [{"claim": "random-weight control at chance", "observer": "A (random)", "holds": "no"},
                               {"claim": "probe: depth ≫ VPT-basic", "observer": "A", "holds": "yes"}])
     curves = pd.DataFrame([
-        {"run_id": "ft_a", "val_accuracy": "0.500, 0.520", "train_accuracy": "0.600, 0.800"},
-        {"run_id": "ft_b", "val_accuracy": "0.500, 0.510", "train_accuracy": "0.500, 0.530"},
-        {"run_id": "ft_c", "val_accuracy": "0.500, 0.510", "train_accuracy": "-, -"}])
+        {"run_id": "ft_a", "val_accuracy": [0.5, 0.52], "train_accuracy": [0.6, 0.8]},
+        {"run_id": "ft_b", "val_accuracy": [0.5, 0.51], "train_accuracy": [0.5, 0.53]},
+        {"run_id": "ft_c", "val_accuracy": [0.5, 0.51], "train_accuracy": [None, None]}])
     base = pd.DataFrame([{"task": "3dpc/depth", "pixels": 0.75, "pixels_ci": "[0.70, 0.80]"},
                          {"task": "3dpc/vpt", "pixels": 0.55, "pixels_ci": "[0.49, 0.61]"}])
     out = why_not(verdict, acc, curves, base)

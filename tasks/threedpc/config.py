@@ -43,7 +43,12 @@ class AuditConfig:
         passes it together with the other gates: facing-away observers mirrored about the line of sight (the
         default, ``MatchedDesign.away_facing``) score 0.741 on the default build; turned in depth instead they
         leave the depth observer_faces_viewer AUC at 0.006-0.10 and the all-cue VPT regression at ~0.69
-        (docs/validity_sweep.md). ``audit.vpt_orientation_max=0.65`` enforces it like the other rules.
+        (docs/validity_sweep.md). ``audit.vpt_orientation_max=0.65`` enforces it like the other rules. Nor does
+        an item selection (29 Nov, six sweep builds): VPT frames matched on the angle alone
+        (``select.cue_matched_keep``, band [0.40, 0.60]) bring its AUC to 0.40-0.41, but its rule still scores
+        0.43-0.71 and the all-cue regression, which takes the angle in once it is gated, 0.77-0.82: with the
+        observer-faces-viewer cosine beside it, the angle tells where a facing-away observer looks in depth,
+        which is part of what VPT asks (``observer_faces_ball``, never gated).
     beyond_chance: a figure outside its limits fails only when its 95% CI excludes chance (0.5); one whose CI
         still includes 0.5 is reported as not enforced (sampling noise cannot be told from a shortcut). Issue
         35: a pixel regression with placement-permuted training labels (no signal) fell outside 0.5 ± 0.07 in
