@@ -161,8 +161,8 @@ class BuildConfig:
     depth_cue_band: the depth items are matched on single image cues (tasks/threedpc/select.py): among the
         balanced candidates, frames a cue decides most surely are dropped in label pairs per split until every
         cue's AUC against the depth label lies in this band (default: 0.05 inside the audit's gate [0.10,
-        0.90]). Issue 35: on sweep builds with 2-3 frames per trajectory the ball's image height alone reached
-        AUC 0.95. An item selection over the same images: not part of the rendering identity (changing it
+        0.90]). Issue 35: on sweep builds with 2-3 frames per trajectory the ball's image height alone ordered
+        95% of the (nearer, further) pairs (AUC 0.050). An item selection over the same images: not part of the rendering identity (changing it
         re-assembles, it does not rebuild); a build where it drops frames records it in manifest.json
         (``depth_item_selection``), and a build where every cue lies in the band is unchanged by it.
     audit: gates of the shortcut audit run on every build (tasks/threedpc/shortcuts.py); not part of the
