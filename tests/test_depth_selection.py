@@ -153,3 +153,22 @@ def test_removal_effects_equal_recomputing_the_auc_without_each_row():
         rest[i] = False
         assert after[i] == pytest.approx(roc_auc_score(y[rest], x[rest]), abs=1e-12), i
     assert after[3] == after[5] == auc
+
+
+
+def test_too_few_items_keep_every_candidate_and_say_why(monkeypatch):
+    """A build too small to meet the band (a few frames: a cue orders every pair) is not refused: nothing is
+    dropped, the report says why, and the summary line says the items are not cue-matched (the audit then
+    judges the build as it is)."""
+    import tasks.threedpc.shortcuts as SC
+    from tasks.threedpc.assemble import selection_lines
+    from tasks.threedpc.select import depth_selection
+
+    y = np.array([0, 1, 1, 0, 1, 0, 1, 0])
+    df = pd.DataFrame({"in_depth": True, "depth_label": y, "split": ["train"] * 4 + ["test"] * 4})
+    monkeypatch.setattr(SC, "shortcut_cues", lambda d: pd.DataFrame({"observer_v": d["depth_label"].astype(float)}))
+    drop, report = depth_selection(df, (0.15, 0.85))
+    assert len(drop) == 0 and sum(report["dropped"].values()) == 0
+    assert "would empty a label" in report["unmet"] and report["cues"]["observer_v"]["before"] == 1.0
+    line = selection_lines(report)[0]
+    assert "**not cue-matched**" in line and "observer_v 1.000" in line

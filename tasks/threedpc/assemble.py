@@ -186,7 +186,8 @@ def _write_tables(cfg: BuildConfig, out: Path, df, rejections: dict, captures: d
                  selection: dict | None = None) -> dict:
     """The views, metadata tables and manifest of an assembled build; returns the per-task counts.
     ``selection``: the depth items' cue matching (:func:`tasks.threedpc.select.depth_selection`), recorded in
-    the manifest when it dropped frames (a build it leaves unchanged keeps the manifest it had without it)."""
+    the manifest when it dropped frames or could not meet its band (a build it leaves unchanged keeps the
+    manifest it had without it)."""
     from infra.files import package_version, write_table
     from infra.images import DEFLATE
     from infra.files import atomic_write_text
@@ -212,7 +213,7 @@ def _write_tables(cfg: BuildConfig, out: Path, df, rejections: dict, captures: d
     }
     if captures:  # scene files: which file (sha256) and how it was placed in the canonical frame
         manifest["captures"] = captures
-    if selection and sum(selection["dropped"].values()):
+    if selection and (sum(selection["dropped"].values()) or "unmet" in selection):
         manifest["depth_item_selection"] = selection
     modified = compare_manifest(out / "manifest.json", manifest["images"])
     if modified:
@@ -299,6 +300,10 @@ def selection_lines(selection: dict | None) -> list[str]:
         return ["- depth items: no cue matching (`depth_cue_band: null`)"]
     lo, hi = selection["band"]
     n = sum(selection["dropped"].values())
+    if "unmet" in selection:
+        outside = ", ".join(f"{c} {v['before']:.3f}" for c, v in selection["cues"].items())
+        return [f"- depth items: **not cue-matched** — the band [{lo:g}, {hi:g}] (`depth_cue_band`) cannot be met "
+                f"({selection['unmet']}); all balanced candidates kept, outside the band: {outside}"]
     if not n:
         return [f"- depth items: every single image cue's AUC against the depth label already lay in [{lo:g}, {hi:g}] "
                 "(`depth_cue_band`); none dropped"]
