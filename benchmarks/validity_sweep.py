@@ -88,6 +88,9 @@ CONFIGS = [
     _cfg("oov20", "first5_01", settings=10, frames=4, oov=0.2),    # half the facing-away share
     _cfg("f8", "last5_01", settings=10, frames=8, seed=3),
     _cfg("altA_s10", "altA_01", settings=10, frames=3, seed=7),
+    # 20 scenes again (about 90 test placements: the pixel regression's noise halves), other seeds, few frames
+    _cfg("all10_s12_f3", "all10", settings=12, frames=3, seed=9),
+    _cfg("all10_s10_f2", "all10", settings=10, frames=2, seed=10),
 ]
 
 
