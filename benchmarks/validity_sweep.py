@@ -112,37 +112,38 @@ def _cpu_seconds() -> float:
     return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
 
 
+def _timed_build(ov: list[str]) -> dict:
+    """Run the builder with overrides ``ov``: its wall and CPU seconds (children included) and when it ended."""
+    from tasks.threedpc.build import build
+    from tasks.threedpc.config import compose_config
+
+    t0, cpu0 = time.time(), _cpu_seconds()
+    build(compose_config(ov), progress=False)
+    return {"wall_s": round(time.time() - t0, 1), "cpu_s": round(_cpu_seconds() - cpu0, 1),
+            "at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+
+
 def build_one(c: dict, out: Path, workers: int, reassemble: bool = False) -> dict:
     """Build configuration ``c`` in ``out/<name>`` unless finished; returns its record (sweep_build.json).
     ``reassemble``: run the builder again on a finished build (it keeps every scene whose files match its
     manifest and assembles anew: the item selection, views and audit of today's code); the record keeps the
     original build's cost and adds the re-assembly's."""
-    from tasks.threedpc.build import build
-    from tasks.threedpc.config import compose_config
+    from infra.files import atomic_write_text
 
     folder = out / c["name"]
     done = folder / "sweep_build.json"
+    ov = overrides(c, folder, workers)
     if done.exists():
         rec = json.loads(done.read_text())
         if not reassemble:
             return rec
-        t0, cpu0 = time.time(), _cpu_seconds()
-        build(compose_config(overrides(c, folder, workers)), progress=False)
-        rec["reassembled"] = {"wall_s": round(time.time() - t0, 1), "cpu_s": round(_cpu_seconds() - cpu0, 1),
-                              "at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
-        from infra.files import atomic_write_text
-
+        rec["reassembled"] = _timed_build(ov)
         atomic_write_text(done, json.dumps(rec, indent=2))
         print(f"[{time.strftime('%H:%M:%S')}] re-assembled {c['name']}: {rec['reassembled']['cpu_s']} CPU-s", flush=True)
         return rec
-    ov = overrides(c, folder, workers)
     print(f"[{time.strftime('%H:%M:%S')}] building {c['name']}: {' '.join(shlex.quote(o) for o in ov)}", flush=True)
-    t0, cpu0 = time.time(), _cpu_seconds()
-    build(compose_config(ov), progress=False)
-    rec = {"config": c, "overrides": ov, "wall_s": round(time.time() - t0, 1),
-           "cpu_s": round(_cpu_seconds() - cpu0, 1), "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
-    from infra.files import atomic_write_text
-
+    t = _timed_build(ov)
+    rec = {"config": c, "overrides": ov, "wall_s": t["wall_s"], "cpu_s": t["cpu_s"], "finished": t["at"]}
     atomic_write_text(done, json.dumps(rec, indent=2))
     print(f"[{time.strftime('%H:%M:%S')}] built {c['name']}: {rec['wall_s']} s wall, {rec['cpu_s']} CPU-s", flush=True)
     return rec

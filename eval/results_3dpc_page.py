@@ -66,10 +66,9 @@ CONTEXT = (
     "differ, so an ImageNet model's features transfer differently.",
     "**Design.** Our placements are matched so that layout cues do not give the VPT label away (the build's "
     "shortcut audit gates them), and depth items are matched so that no single image cue (the lower or larger "
-    "prop is the nearer) orders more than 85% of the (ball nearer, ball further) image pairs (`depth_cue_band`; the "
-    "default build needed no drop); the "
-    "release had no such control, and a quarter of our VPT negatives are facing-away cases the release did not "
-    "have in the same form.",
+    "prop is the nearer) orders more than 85% of the (ball nearer, ball further) image pairs (`depth_cue_band`; "
+    "the default build needed no drop); the release had no such control, and a quarter of our VPT negatives are "
+    "facing-away cases the release did not have in the same form.",
     "**Sizes.** Our test split has thousands of images over many placements (CIs by placement); the paper's "
     "model numbers are on 94 test images. Its VPT-Strategy has 10 settings × 10 scenes; ours one sequence per "
     "strategy scene.",
@@ -794,8 +793,9 @@ def finetune_curves(results, finished_run_ids) -> pd.DataFrame:
     """Every fine-tuning run with a resume checkpoint (``<results>/checkpoints/<run>/last.pt``): run id, whether
     it has result rows (``finished``), epochs finished, validation accuracy and loss per epoch, training accuracy
     per epoch (the running accuracy over the epoch's batches in train mode, dropout on; None for epochs trained
-    before it was recorded), each a list of numbers (:func:`curve_text` writes them), best epoch so far. An unfinished run is shown as what it is (no test accuracy is
-    claimed from it); checkpoints are read by the safe loader."""
+    before it was recorded), each a list of numbers (:func:`curve_text` writes them), best epoch so far. An
+    unfinished run is shown as what it is (no test accuracy is claimed from it); checkpoints are read by the
+    safe loader."""
     from .finetune import load_checkpoint
 
     rows = []

@@ -294,10 +294,13 @@ def prop_size_lines(cfg: BuildConfig, df) -> list[str]:
     return lines + [""]
 
 
-def selection_lines(selection: dict | None) -> list[str]:
-    """The summary's account of the depth items' cue matching (``tasks/threedpc/select.py``)."""
-    if selection is None:
+def selection_lines(selection: dict | None, band=()) -> list[str]:
+    """The summary's account of the depth items' cue matching (``tasks/threedpc/select.py``; ``band``: the
+    build's ``depth_cue_band``, None when matching is off)."""
+    if band is None:
         return ["- depth items: no cue matching (`depth_cue_band: null`)"]
+    if selection is None:  # no depth items to match
+        return []
     lo, hi = selection["band"]
     n = sum(selection["dropped"].values())
     if "unmet" in selection:
@@ -341,7 +344,7 @@ def summary_markdown(cfg: BuildConfig, df, counts: dict, rejections: dict | None
         lines.append(f"- {r}: {n} ({n / max(len(basic), 1):.1%} of frames)")
     amb = basic[basic.keep.fillna(False) & basic.depth_label.isna()]
     lines.append(f"- depth ambiguous (kept for VPT, excluded from depth): {len(amb)}")
-    lines += selection_lines(selection if cfg.depth_cue_band is not None else None)
+    lines += selection_lines(selection, cfg.depth_cue_band)
     lines += ["", *prop_size_lines(cfg, df)]
     lines += ["", "## Label audit", ""]
     settings = df.drop_duplicates(["scene", "setting"])

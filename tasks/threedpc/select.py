@@ -79,15 +79,15 @@ def cue_matched_keep(cues, y, strata, band: tuple[float, float], step: float = 0
     (n,); ``strata``: (n,) labels of the groups to keep balanced (the splits). The distance outside the band,
     summed over the cues, is what each round lowers: every kept row is scored by how much removing it alone
     would lower that sum (:func:`removal_effects`, exact for one row); in each stratum the
-    ``k = max(1, ceil(step × its smaller label count))`` best-scoring positives and as many negatives are
-    taken together, and the stratum whose 2k removals lower the sum most loses them (never its last
-    ``k`` of a label). A cue
-    outside the band alone thus loses the items it ranks most surely (its highest positives, lowest
-    negatives), and a removal that would push another cue out of the band counts against itself. Equal
-    scores go to the items the outside cues rank most surely, then to the earlier row: deterministic. Returns (keep (n,) bool, report ``{"band", "rounds", "dropped": {stratum:
-    rows}, "cues": {cue: {"before", "after"}}}`` for the cues outside the band before). Raises
-    :class:`SelectionError` when every stratum would lose a label entirely (when no removal helps, the least
-    harmful ones are taken: a local minimum is left, or the strata run out)."""
+    ``k = max(1, ceil(step × its smaller label count))`` best-scoring positives and as many negatives are taken
+    together, and the stratum whose 2k removals lower the sum most loses them (never its last ``k`` of a
+    label). A cue outside the band alone thus loses the items it ranks most surely (its highest positives,
+    lowest negatives), and a removal that would push another cue out of the band counts against itself. Equal
+    scores go to the items the outside cues rank most surely, then to the earlier row: deterministic.
+
+    Returns (keep (n,) bool, :func:`selection_report`). Raises :class:`SelectionError` when every stratum would
+    lose a label entirely (when no removal helps, the least harmful ones are taken: a local minimum is left,
+    or the strata run out)."""
     y = np.asarray(y).astype(int)
     strata = np.asarray(strata).astype(str)
     lo, hi = float(band[0]), float(band[1])
@@ -145,12 +145,19 @@ def cue_matched_keep(cues, y, strata, band: tuple[float, float], step: float = 0
         for rows in best[1]:
             keep[rows] = False
         rounds += 1
-    after = cue_aucs(cues, y, keep)
-    report = {"band": [lo, hi], "rounds": rounds,
-              "dropped": {str(s): int((~keep & (strata == s)).sum()) for s in np.unique(strata)},
-              "cues": {c: {"before": round(before[c], 4), "after": round(after[c], 4)}
-                       for c in cues.columns if np.isfinite(before[c]) and not lo <= before[c] <= hi}}
-    return keep, report
+    return keep, selection_report(cues, y, strata, (lo, hi), keep, rounds, before)
+
+
+def selection_report(cues, y, strata, band, keep, rounds: int = 0, before: dict | None = None, **extra) -> dict:
+    """``{"band", "rounds", "dropped": {stratum: rows}, "cues": {cue: {"before", "after"}}}`` (the cues outside
+    the band before the selection; ``before``: their AUCs if already computed) plus ``extra``."""
+    lo, hi = float(band[0]), float(band[1])
+    before = cue_aucs(cues, y, np.ones(len(y), bool)) if before is None else before
+    after = cue_aucs(cues, y, keep) if not keep.all() else before
+    return {"band": [lo, hi], "rounds": rounds,
+            "dropped": {str(s): int((~keep & (strata == s)).sum()) for s in np.unique(strata)},
+            "cues": {c: {"before": round(before[c], 4), "after": round(after[c], 4)}
+                     for c in cues.columns if np.isfinite(before[c]) and not lo <= before[c] <= hi}, **extra}
 
 
 def depth_selection(df, band: tuple[float, float] | None):
@@ -172,9 +179,5 @@ def depth_selection(df, band: tuple[float, float] | None):
     except SelectionError as e:
         # too few items to meet the band (a test build of a few frames): every candidate is kept, the summary and
         # the manifest say why, and the shortcut audit judges the build as it is (its gates need >= 40 placements)
-        before = cue_aucs(cues, y, np.ones(len(y), bool))
-        lo, hi = float(band[0]), float(band[1])
-        return df.index[:0], {"band": [lo, hi], "rounds": 0, "dropped": {str(s): 0 for s in np.unique(strata)},
-                              "unmet": str(e), "cues": {c: {"before": round(a, 4), "after": round(a, 4)}
-                                                        for c, a in before.items() if np.isfinite(a) and not lo <= a <= hi}}
+        return df.index[:0], selection_report(cues, y, strata, band, np.ones(len(y), bool), unmet=str(e))
     return sub.index[~keep], report
