@@ -13,6 +13,7 @@ with the default gates, :class:`AuditConfig`) and writes
 * ``<out>/validity_sweep.csv`` — one row per configuration × audit row that has a gate: the figure, its 95% CI,
   the gate, ``margin`` (distance to the nearer limit; negative = outside), passed, enforced;
   ``<out>/validity_sweep_orientation.csv`` — the 2D orientation cue's rows (reported, not gated by default)
+  ``<out>/validity_sweep_reported.csv`` — the two-level trees and per-kind VPT contrasts (``REPORTED``, never gated)
   with their margin to the 0.65 limit they would have;
 * ``--doc`` (default ``docs/validity_sweep.md``) — the configurations, pass/fail per configuration with its
   smallest margin, the distribution of every gated figure over the configurations, and the full wide table;
@@ -184,6 +185,45 @@ def orientation(table, limit: float = 0.65):
     return t
 
 
+# reported beside the gates (issue 35, 29 Nov): the two-level trees and the per-kind VPT contrasts of the cues
+# that give each kind of not-visible image away
+REPORTED = (("vpt", "tree", "two_level_tree"), ("depth", "tree", "two_level_tree"),
+            ("vpt", "contrast_auc", "props_midpoint_offset:occluded"),
+            ("vpt", "contrast_auc", "lens_ball_angle:out_of_view"))
+
+
+def reported(table):
+    """The audit rows of ``REPORTED`` (never gated)."""
+    keys = set(REPORTED)
+    return table[[(r.task, r.kind, r.name) in keys for r in table.itertuples()]].copy()
+
+
+def _reported_lines(rep, names: list[str]) -> list[str]:
+    """The markdown section of the ``REPORTED`` rows: one column per figure, one row per configuration."""
+    if rep is None or not len(rep):
+        return []
+    head = ["VPT two-level tree", "depth two-level tree", "VPT props_midpoint_offset, visible vs occluded (AUC)",
+            "VPT lens_ball_angle, visible vs facing away (AUC)"]
+    lines = ["", "## Reported, not gated: two-level rules and per-kind contrasts", "",
+             "A two-level decision tree on all of the audit's cues (three thresholds at most, fitted on train, test "
+             "accuracy) and two single cues on the visible images against one kind of not-visible image "
+             "(`contrast_auc` rows). The pooled single-cue AUCs above can sit inside their gates while each kind of "
+             "negative is given away by its own cue: the props' midpoint sits on the object in occluded images and "
+             "the lens points away from the ball in facing-away ones. The depth tree reads where the observer looks "
+             "(at the ball, or straight away from it) together with whether it faces the viewer: an observer that "
+             "looks at the ball with its back to the viewer has the ball beyond it. See docs/results.md, \"What a "
+             "two-level rule can do\".", "",
+             "| config | " + " | ".join(head) + " |", "|---|" + "---|" * len(head)]
+    for n in names:
+        g = rep[rep.config == n]
+        cells = []
+        for task, kind, name in REPORTED:
+            x = g[(g.task == task) & (g.kind == kind) & (g.name == name)]
+            cells.append("" if not len(x) else f"{x.value.iloc[0]:.3f} ({x.ci_low.iloc[0]:.3f}-{x.ci_high.iloc[0]:.3f})")
+        lines.append(f"| {n} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def _reassembly_lines(records: dict) -> list[str]:
     """A note on the builds re-assembled with ``--reassemble`` (their scenes rendered earlier)."""
     again = {n: r["reassembled"] for n, r in records.items() if "reassembled" in r}
@@ -195,7 +235,7 @@ def _reassembly_lines(records: dict) -> list[str]:
             "original build's.", ""]
 
 
-def markdown(rows, records: dict, argv: list[str], orient=None) -> str:
+def markdown(rows, records: dict, argv: list[str], orient=None, rep=None) -> str:
     """docs/validity_sweep.md from the long table ``rows`` (one row per configuration × gated figure)."""
     import numpy as np
     import pandas as pd
@@ -260,6 +300,7 @@ def markdown(rows, records: dict, argv: list[str], orient=None) -> str:
             r, a = o[o.kind == "rule"].iloc[0], o[o.kind == "cue_auc"].iloc[0]
             lines.append(f"| {n} | {r.value:.3f} ({r.ci_low:.3f}-{r.ci_high:.3f}) | {r.margin:+.3f} | "
                          f"{a.value:.3f} ({a.ci_low:.3f}-{a.ci_high:.3f}) | {a.margin:+.3f} |")
+    lines += _reported_lines(rep, names)
     lines += ["", "## Full table (value, margin)", "",
               "| task | kind | figure | " + " | ".join(names) + " |", "|---|---|---|" + "---|" * len(names)]
     for (task, kind, name), g in rows.groupby(key, sort=False):
@@ -305,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     todo = [c for c in CONFIGS if args.only is None or c["name"] in args.only]
-    records, tables, orients = {}, [], []
+    records, tables, orients, reps = {}, [], [], []
     for c in todo:
         done = out / c["name"] / "sweep_build.json"
         if args.no_build and not done.exists():
@@ -324,6 +365,7 @@ def main(argv: list[str] | None = None) -> int:
         records[c["name"]]["oov"] = json.loads((out / c["name"] / "config.json").read_text())["out_of_view_fraction"]
         tables.append(gated(t))
         orients.append(orientation(t))
+        reps.append(reported(t))
         print(f"audited {c['name']}: smallest margin {tables[-1].margin.min():+.3f}", flush=True)
     if not tables:
         print("error: no finished build to audit", file=sys.stderr)
@@ -331,8 +373,10 @@ def main(argv: list[str] | None = None) -> int:
     rows = pd.concat(tables, ignore_index=True)
     orient = pd.concat(orients, ignore_index=True)
     write_table(rows, out / "validity_sweep")
+    rep = pd.concat(reps, ignore_index=True)
     write_table(orient, out / "validity_sweep_orientation")
-    atomic_write_text(Path(args.doc), markdown(rows, records, argv, orient))
+    write_table(rep, out / "validity_sweep_reported")
+    atomic_write_text(Path(args.doc), markdown(rows, records, argv, orient, rep))
     print(f"wrote {out / 'validity_sweep.csv'} and {args.doc}")
     return 0
 

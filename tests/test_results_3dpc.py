@@ -156,9 +156,10 @@ def test_page_rows_trace_to_result_rows(experiment):
     # accuracy by VPT reason: the key's trials split by the build's vpt_reason
     items = pd.read_parquet(res / "items.parquet")
     assert set(items["item_id"]) == set(trials.loc[trials["split"].isin(["test", "human", "strategy"]), "item_id"])
-    by_reason = re.findall(r"^\| (R\d+) \| VPT-basic \| [^|]+ \| [^|]+ \| facing away \(out of view\) \| ([\d.]+) \[",
-                           text.split("## VPT accuracy by reason")[1], flags=re.M)
-    assert by_reason
+    section = text.split("## Accuracy by VPT reason")[1]
+    by_reason = re.findall(r"^\| (R\d+) \| (?:VPT-basic|Depth order) \| [^|]+ \| [^|]+ \| facing away \(out of view\) "
+                           r"\| ([\d.]+) \[", section, flags=re.M)
+    assert by_reason and "| Depth order |" in section.split("\n\n")[1]  # depth rows too (where the observer looks)
     for key, value in by_reason:
         t = trials[trials["run_id"].isin(prov[key]["runs"]) & (trials["split"] == "test")]
         away = set(items.loc[items["vpt_reason"] == "out_of_view", "item_id"])
@@ -468,6 +469,19 @@ def test_page_sets_probes_beside_the_builds_no_network_baselines(experiment, tmp
     for task, pix in (("Depth order", 0.91), ("VPT-basic", 0.12)):
         lo, hi, rel = acc[task]
         assert rel == ("above" if lo > pix else "below" if hi < pix else "not distinguishable from")
+    assert "### What a two-level rule can do" not in text  # an audit from before the trees: no such paragraph
+    # with the audit's two-level trees (29 Nov): their own column and the paragraph quoting each fitted tree
+    rows += [{"task": "depth", "kind": "tree", "name": "two_level_tree", "value": 0.99, "ci_low": 0.98, "ci_high": 1.0,
+              "description": "two-level decision tree on 25 cues: a <= 1 ? 0 : 1"},
+             {"task": "vpt", "kind": "tree", "name": "two_level_tree", "value": 0.66, "ci_low": 0.55, "ci_high": 0.75,
+              "description": "two-level decision tree on 24 cues: b <= 2 ? (c <= 3 ? 1 : 0) : 0"}]
+    pd.DataFrame(rows).to_parquet(build / "shortcut_audit.parquet")
+    _main("page", f"results={experiment['res']}", f"out={tmp_path / 'r.md'}", "n_boot=200", f"build={build}")
+    part = (tmp_path / "r.md").read_text().split("## Probes beside what needs no network")[1].split("## Statistical")[0]
+    assert re.search(r"^\| Depth order \| 0\.910 \[0\.860, 0\.960\] \| 0\.700 \(r2\) \| 0\.990 \[0\.980, 1\.000\] \|",
+                     part, flags=re.M)
+    assert "- Depth order: 0.990 [0.980, 1.000]: `a <= 1 ? 0 : 1`" in part
+    assert "- VPT-basic: 0.660 [0.550, 0.750]: `b <= 2 ? (c <= 3 ? 1 : 0) : 0`" in part
     (build / "manifest.json").write_text((build / "manifest.json").read_text().replace("{", '{"x": 1, ', 1))
     with pytest.raises(SystemExit) as e:
         _main("page", f"results={experiment['res']}", f"out={tmp_path / 'r2.md'}", "n_boot=200", f"build={build}")

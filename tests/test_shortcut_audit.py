@@ -228,3 +228,58 @@ def test_bootstrap_auc_is_bit_for_bit_the_weighted_auc_of_the_expanded_weights(s
     ok = rng.random(n) < 0.7
     assert np.array_equal(bootstrap_auc(score[ok], y[ok], clusters[ok], counts),
                           weighted_auc(score[ok], y[ok], counts[:, clusters[ok]].astype(float)), equal_nan=True)
+
+
+def test_props_midpoint_offset_on_hand_made_layouts():
+    """Horizontal offset of the props' image midpoint from the object's image box centre, in box widths: 0 for
+    props placed symmetrically about the object, about 2.5 box widths for both props far to the left."""
+    eye = (0.0, -5.0, 0.3)  # level with the box centre, straight in front of it
+    df = pd.DataFrame([_row(eye, (-1.5, 0.0, 0.3), (1.5, 0.0, 0.3)),
+                       _row(eye, (-1.5, 0.0, 0.3), (-2.5, 0.0, 0.3)),
+                       _row(eye, (-0.2, 0.0, 0.3), (0.6, 0.0, 0.3))])
+    off = shortcut_cues(df).props_midpoint_offset.to_numpy()
+    assert off[0] == pytest.approx(0.0, abs=1e-9)
+    # by hand: the box spans x in [-0.4, 0.4] at depth 4.6-5.4 m; its image width is set by the near face
+    # (x = ±0.4 at 4.6 m); the props' midpoint (x = -2, 5 m away) lies at f·(-2/5) from the centre
+    k = df.fx[0]
+    box_w = 2 * k * 0.4 / 4.6
+    assert off[1] == pytest.approx(k * 2.0 / 5.0 / box_w, rel=1e-6)
+    assert off[2] == pytest.approx(k * 0.2 / 5.0 / box_w, rel=1e-6)
+
+
+def _with_two_kinds_of_negative(meta, seed=0):
+    """VPT negatives of two kinds, each given away by its own cue with the pooled AUC near 0.5: ``occluded``
+    settings get small ``size_ratio`` values (ball small), ``out_of_view`` ones large; visible ones lie between."""
+    rng = np.random.default_rng(seed)
+    meta = meta.copy()
+    first = meta.groupby(["scene", "setting"]).ngroup().to_numpy()
+    kinds = rng.choice(["occluded", "out_of_view"], first.max() + 1)
+    neg = meta.vpt_label.to_numpy() == 0
+    meta["vpt_reason"] = np.where(neg, kinds[first], "visible")
+    ratio = np.where(~neg, rng.uniform(0.9, 1.1, first.max() + 1)[first],
+                     np.where(kinds[first] == "occluded", rng.uniform(0.5, 0.7, first.max() + 1)[first],
+                              rng.uniform(1.3, 1.5, first.max() + 1)[first]))
+    meta["ball_size"] = ratio * meta["observer_size"]
+    return meta
+
+
+def test_contrast_rows_find_a_cue_the_pooled_auc_hides_and_the_tree_uses_it():
+    cfg = AuditConfig(bootstrap=100)
+    meta = _with_two_kinds_of_negative(synthetic_meta(seed=4))
+    table = shortcut_audit(meta, None, cfg)
+    vpt = table[table.task == "vpt"].set_index(["kind", "name"])
+    pooled = vpt.loc[("cue_auc", "size_ratio")]
+    assert 0.35 < pooled.value < 0.65 and pooled.passed  # mixed: half the negatives on each side
+    occ, away = vpt.loc[("contrast_auc", "size_ratio:occluded")], vpt.loc[("contrast_auc", "size_ratio:out_of_view")]
+    assert occ.value == 1.0 and away.value == 0.0  # each kind alone is given away completely
+    assert np.isnan(occ.gate_low) and not occ.enforced  # reported, never gated
+    assert occ.n_test == int((meta.vpt_label.eq(1) | meta.vpt_reason.eq("occluded")).sum())
+    # a one-threshold rule cannot use the cue, a two-level tree can: both thresholds, every test frame right
+    tree = vpt.loc[("tree", "two_level_tree")]
+    assert tree.value == 1.0 and "size_ratio <=" in tree.description and np.isnan(tree.gate_low)
+    md = audit_markdown(table, cfg)
+    assert "- visible vs occluded" in md and "size_ratio 1.00" in md and "size_ratio 0.00" in md
+    assert "contrast_auc" not in md.split("VPT contrasts")[0]  # not in the main table
+    # without vpt_reason (an older build's table) there are no contrast rows, and the audit still runs
+    old = shortcut_audit(meta.drop(columns="vpt_reason"), None, cfg)
+    assert not (old.kind == "contrast_auc").any() and (old.kind == "tree").sum() == 2

@@ -78,6 +78,18 @@ def test_margins_and_the_report_say_which_configuration_fails_and_by_how_much():
     dist = next(x for x in lines if x.startswith("| vpt | rule | lens_points_at_ball_2d |"))
     assert "| 0.600 | 0.670 | 0.740 | -0.090 | bad | 1 |" in dist
     assert "python benchmarks/validity_sweep.py --out x" in md
+    # the reported (never gated) figures: one row per configuration, a blank cell where a build lacks one
+    audit = pd.concat([_table({("vpt", "tree", "two_level_tree"): (0.91, nan, nan, 50),
+                               ("depth", "tree", "two_level_tree"): (0.99, nan, nan, 50),
+                               ("vpt", "contrast_auc", "lens_ball_angle:out_of_view"): (0.0, nan, nan, 50),
+                               ("vpt", "cue_auc", "prop_distance"): (0.55, 0.35, 0.65, 100)}).assign(config="good"),
+                       _table({("vpt", "tree", "two_level_tree"): (0.62, nan, nan, 50)}).assign(config="bad")])
+    rep = sweep.reported(audit)
+    assert len(rep) == 4 and set(rep.kind) == {"tree", "contrast_auc"}
+    lines = sweep.markdown(rows, records, ["--out", "x"], rep=rep).splitlines()
+    good = next(x for x in lines if x.startswith("| good | 0.910"))
+    assert good.count(" | ") == 4 and "| 0.990 (" in good and "| 0.000 (" in good
+    assert next(x for x in lines if x.startswith("| bad | 0.620")).endswith("|  |  |  |")
 
 
 def test_unknown_configuration_is_refused_with_one_error_line(tmp_path):

@@ -157,7 +157,8 @@ def shortcut_cues(df):
 
     Layout: ``prop_distance`` (3D, m), ``screen_separation`` (projected centres, pixels / image width),
     ``object_between`` (1 when the segment between the props' projected centres meets the object's image
-    box), ``observer_u/v``, ``ball_u/v`` (projected centres / image size), ``height_diff`` (observer_v −
+    box), ``props_midpoint_offset`` (horizontal distance of the props' projected midpoint from the centre of
+    the object's image box, in box widths: near 0 when the object sits between them, as when it blocks the line), ``observer_u/v``, ``ball_u/v`` (projected centres / image size), ``height_diff`` (observer_v −
     ball_v: > 0 when the ball is higher in the image), ``ball_object_distance`` / ``observer_object_distance``
     (ground-plane distance from the object's centre, m), ``ball_z`` / ``observer_z`` (heights, m),
     ``viewer_distance`` (viewer to object centre, m).
@@ -207,6 +208,14 @@ def shortcut_cues(df):
         between = segment_hits_box(uv_o, uv_b, blo, bhi).astype(float)
         between[np.isnan(blo).any(1)] = np.nan
         cues["object_between"] = between
+        # issue 35 (29 Nov): the props' projected midpoint against the object's image box, horizontally, in box
+        # widths. An occluded line runs through the object (its ground line 0.5 object radii from the centre,
+        # median), a visible one beside it (1.0 radii): seen from the arc's middle the gap lies in depth, but the
+        # arc turns it into a sideways image offset (visible against occluded AUC 0.72-0.94 on the sweep)
+        mid_u = (uv_o[:, 0] + uv_b[:, 0]) / 2
+        with np.errstate(invalid="ignore", divide="ignore"):
+            off = np.abs(mid_u - (blo[:, 0] + bhi[:, 0]) / 2) / np.clip(bhi[:, 0] - blo[:, 0], 1e-6, None)
+        cues["props_midpoint_offset"] = off
         centre = (df[list(BOUNDS_COLUMNS[:3])].to_numpy(float) + df[list(BOUNDS_COLUMNS[3:])].to_numpy(float)) / 2
         cues["ball_object_distance"] = np.linalg.norm(ball[:, :2] - centre[:, :2], axis=1)
         cues["observer_object_distance"] = np.linalg.norm(obs[:, :2] - centre[:, :2], axis=1)
@@ -448,6 +457,9 @@ def audit_task(df, task: str, cfg: AuditConfig, pixels: np.ndarray | None = None
         rows.append(_row(task, "cue_auc", c, auc, ci, 0, int(ok.sum()), len(np.unique(clusters[ok])), "all",
                          gate, cfg, CUE_TEXT.get(c, c)))
 
+    if task == "vpt" and "vpt_reason" in df:
+        rows += contrast_rows(df, y, clusters, c_all, cue_names, cfg)
+
     def acc_row(kind, name, pred, description):
         correct = (pred == y[te]).astype(float)
         acc = float(correct.mean())
@@ -477,6 +489,10 @@ def audit_task(df, task: str, cfg: AuditConfig, pixels: np.ndarray | None = None
     pred = logreg_fit_predict(x[tr], y[tr], x[te], C=1.0, seed=cfg.seed)
     rows.append(acc_row("cue_logreg", f"{len(joint)}_cues", pred, "logistic regression on " + ", ".join(joint)))
 
+    tree = [c for c in cue_names if c not in TASK_CUES.get(task, ())]
+    pred, text = tree_fit_predict(df[tree], y, tr, te, cfg.seed)
+    rows.append(acc_row("tree", "two_level_tree", pred, text))
+
     if pixels is not None:
         itr = np.flatnonzero(tr)
         if len(itr) > cfg.max_train_images:
@@ -493,10 +509,63 @@ def audit_task(df, task: str, cfg: AuditConfig, pixels: np.ndarray | None = None
     return rows
 
 
+# the kinds of not-visible image a VPT contrast row sets against the visible ones (vpt_reason)
+CONTRASTS = ("occluded", "out_of_view")
+
+
+def contrast_rows(df, y, clusters, counts, cue_names, cfg: AuditConfig) -> list[dict]:
+    """``contrast_auc`` rows (VPT, reported, never gated): each cue's AUC on the visible frames against one kind
+    of not-visible frame (``CONTRASTS``; named ``<cue>:<kind>``), over all splits, CIs bootstrapping placements.
+
+    The pooled AUC can hide a cue that gives one kind of negative away when the other kind sits on the other
+    side of it: the props' midpoint sits on the object in occluded images but off it in visible and facing-away
+    ones, and the lens points away from the ball in the image only in facing-away ones (issue 35, 29 Nov)."""
+    reason = df["vpt_reason"].astype(str).to_numpy()
+    rows = []
+    for kind in CONTRASTS:
+        m = (y == 1) | (reason == kind)
+        if (y[m] == 0).sum() < 2 or (y[m] == 1).sum() < 2:
+            continue
+        for c in cue_names:
+            x = df[c].to_numpy(float)
+            ok = m & np.isfinite(x)
+            if len(np.unique(y[ok])) < 2:
+                continue
+            auc = float(weighted_auc(x[ok], y[ok]))
+            ci = _ci(bootstrap_auc(x[ok], y[ok], clusters[ok], counts)) if cfg.bootstrap else (math.nan, math.nan)
+            rows.append(_row("vpt", "contrast_auc", f"{c}:{kind}", auc, ci, 0, int(ok.sum()),
+                             len(np.unique(clusters[ok])), "all", None, cfg,
+                             f"{CUE_TEXT.get(c, c)}; visible against {kind} frames only"))
+    return rows
+
+
+def tree_fit_predict(x, y, tr, te, seed: int = 0) -> tuple[np.ndarray, str]:
+    """A two-level decision tree (three threshold tests at most: the simplest rule that can treat two kinds of
+    negative apart) on the cues ``x`` (DataFrame; NaN → the train median), fitted on ``tr``, predicting ``te``;
+    and the tree as text (``cue <= t ? (...) : (...)``)."""
+    from sklearn.tree import DecisionTreeClassifier
+
+    a = x.to_numpy(float)
+    med = np.nanmedian(a[tr], axis=0)
+    a = np.where(np.isfinite(a), a, np.where(np.isfinite(med), med, 0.0))
+    t = DecisionTreeClassifier(max_depth=2, min_samples_leaf=5, random_state=seed).fit(a[tr], y[tr])
+    s = t.tree_
+
+    def node(i, top=False):
+        if s.children_left[i] < 0:
+            return str(int(t.classes_[np.argmax(s.value[i])]))
+        text = (f"{x.columns[s.feature[i]]} <= {s.threshold[i]:.3g} ? {node(s.children_left[i])} : "
+                f"{node(s.children_right[i])}")
+        return text if top else f"({text})"
+    return t.predict(a[te]), f"two-level decision tree on {x.shape[1]} cues: {node(0, top=True)}"
+
+
 CUE_TEXT = {
     "prop_distance": "3D distance between the props",
     "screen_separation": "distance between the props' projected centres / image width",
     "object_between": "object's image box between the props (0/1)",
+    "props_midpoint_offset": "horizontal offset of the props' image midpoint from the object's image box centre "
+                             "(box widths)",
     "observer_u": "observer's image x", "observer_v": "observer's image y (down)",
     "ball_u": "ball's image x", "ball_v": "ball's image y (down)",
     "height_diff": "ball higher in the image than the observer (observer_v - ball_v)",
@@ -614,15 +683,28 @@ def audit_markdown(table, cfg: AuditConfig) -> str:
                   "chance (0.5; audit.beyond_chance) (not enforced):", ""]
         lines += [f"- {r.task} {r.kind} `{r.name}` = {r.value:.3f} on {r.n_placements} placements, allowed "
                   f"[{r.gate_low:.2f}, {r.gate_high:.2f}]" for r in loose.itertuples()] + [""]
+    contrast = table[table.kind == "contrast_auc"]
     lines += ["| task | kind | name | value | 95% CI | scored on | placements | gate | ok |",
               "|---|---|---|---|---|---|---|---|---|"]
-    for r in table.itertuples():
+    for r in table[table.kind != "contrast_auc"].itertuples():
         gate = "" if not np.isfinite(r.gate_low) else f"[{r.gate_low:.2f}, {r.gate_high:.2f}]"
         ok = "" if r.passed is None or r.passed is pd.NA else ("yes" if r.passed else
                                                               ("**NO**" if r.enforced else "no (not enforced)"))
         ci = "" if not np.isfinite(r.ci_low) else f"{r.ci_low:.3f}-{r.ci_high:.3f}"
         lines.append(f"| {r.task} | {r.kind} | {r.name} | {r.value:.3f} | {ci} | {r.scored_on} | {r.n_placements} "
                      f"| {gate} | {ok} |")
+    if len(contrast):
+        lo, hi = cfg.vpt_auc_low, cfg.vpt_auc_high
+        lines += ["", f"VPT contrasts (reported, not gated; `contrast_auc` rows of shortcut_audit.csv): single cues "
+                  f"on the visible frames against one kind of not-visible frame, those outside [{lo:.2f}, {hi:.2f}]:", ""]
+        for kind in CONTRASTS:
+            part = contrast[contrast.name.str.endswith(f":{kind}")]
+            far = part[(part.value < lo) | (part.value > hi)]
+            far = far.assign(d=(far.value - 0.5).abs()).sort_values("d", ascending=False)
+            items = ", ".join(f"{r.name.rsplit(':', 1)[0]} {r.value:.2f}" for r in far.itertuples()) or "none"
+            if len(part):
+                lines.append(f"- visible vs {kind} ({part.n_test.max()} frames): {items}")
+        lines.append("")
     return "\n".join(lines) + "\n"
 
 
