@@ -327,17 +327,6 @@ class MatchedDesign:
         them "outside its view"; the lens, seen foreshortened, should point at the ball in the image too). A
         visible ball is ≥ 23° inside the view, a facing-away one (``away_min_deg``) ≥ 25° outside it.
     away_min_deg: a facing-away observer is turned at least this far from the target (fov/2 + margin).
-    away_facing: how a facing-away negative is turned once its viewer arc is drawn (``build._face_viewer_as_pair``).
-        "viewer" (default, issue 10): to its visible pair's cosine towards the viewer, which mirrors it about
-        the line of sight: its lens points away from the ball in the image (median 166° against 9.5° for
-        visible observers; the audit's 2D orientation rule scores 0.741 on the default build, reported).
-        "image" (issue 35, measured, not the default): to the yaw at least ``away_min_deg`` from the target
-        whose lens axis, seen along its arc (five phases), points at the ball in the image as closely as its
-        pair's does (the audit's ``lens_ball_angle``): it faces away in depth. The 2D rule then passes
-        (0.565-0.578 on sweep builds), but the mirrored observers were what diluted "the observer faces the
-        viewer" for depth (AUC 0.000 on visible and occluded images, where it looks at the ball): without them
-        that AUC fell to 0.006-0.008 (gate 0.10) and a re-turn of the default build's metadata predicts
-        0.100 and an all-cue VPT regression of 0.686 (gate 0.65). See docs/validity_sweep.md.
     pool: candidate geometries drawn per scene (more if too few of a class), match_max: a pair whose
         feature distance (in LAYOUT_SCALES units) exceeds this is not used.
     gap_max: each prop stands up to this far (m) outside the object's bounding circle (observer from 0.15 m,
@@ -375,7 +364,6 @@ class MatchedDesign:
     box_below: float = 0.5
     look_jitter_deg: float = 7.0
     away_min_deg: float = 55.0
-    away_facing: str = "viewer"
     pool: int = 200
     match_max: float = 1.5
     gap_max: float = 0.6
@@ -534,7 +522,7 @@ def propose_candidate(scene, rng: np.random.Generator, style: PropStyle, design:
     return make_props(style, obs_xy, yaw, tgt_xy, heights[0], heights[1], sup)
 
 
-def _geometry_rejection(scene, pl: Placement) -> str | None:
+def geometry_rejection(scene, pl: Placement) -> str | None:
     """Why candidate ``pl`` fails before any line of sight is cast (a count key), or None."""
     import trimesh
 
@@ -594,7 +582,7 @@ def draw_candidate(scene, rng: np.random.Generator, style: PropStyle, rules: Lab
     (``design.clear_margin``). ``footprint``: the object's, when the caller has it (else computed).
     The plain twin of :func:`draw_candidates` (one candidate, one :func:`tasks.labels.aperture_label`)."""
     pl = propose_candidate(scene, rng, style, design)
-    why = _geometry_rejection(scene, pl)
+    why = geometry_rejection(scene, pl)
     if why is not None:
         counts[why] += 1
         return None
@@ -611,7 +599,7 @@ def draw_candidates(scene, rng: np.random.Generator, style_fn, n: int, rules: La
     batched line-of-sight cast (:func:`tasks.labels.aperture_labels`): the same candidates, the same random
     stream afterwards and the same ``counts`` (incremented in candidate order) as the loop (tested)."""
     pls = [propose_candidate(scene, rng, style_fn(rng), design) for _ in range(n)]
-    why: list[str | None] = [_geometry_rejection(scene, pl) for pl in pls]
+    why: list[str | None] = [geometry_rejection(scene, pl) for pl in pls]
     todo = [k for k, w in enumerate(why) if w is None]
     aps = aperture_labels([_sight_job(scene, pls[k]) for k in todo], rules)
     out: list[Candidate | None] = [None] * n

@@ -1,6 +1,6 @@
 """The 2D orientation cue of the 3D-PC shortcut audit (issue 35): "the lens axis points within N° of the ball in
 the image → visible" is measured (cue ``lens_ball_angle``), fitted as a rule and gated like the other rules
-(``audit.vpt_orientation_max``); the alternative facing-away design ``MatchedDesign.away_facing = "image"``.
+(``audit.vpt_orientation_max``); the alternative facing-away design ``away_facing=image`` (a build option).
 Synthetic metadata and geometry only: no rendering."""
 import dataclasses
 import math

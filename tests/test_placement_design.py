@@ -515,7 +515,7 @@ def test_collision_check_prefilter_keeps_every_verdict():
     query on every point."""
     import trimesh
 
-    from tasks.placement import _geometry_rejection
+    from tasks.placement import geometry_rejection
 
     from scenes.load import load_scene
 
@@ -529,7 +529,7 @@ def test_collision_check_prefilter_keeps_every_verdict():
         yaw = float(np.degrees(np.arctan2(*(t - o)[::-1])))
         pl = make_props(PropStyle(), o, yaw, t, float(rng.uniform(0, 0.8)), float(rng.uniform(0, 0.8)),
                         {"kind_observer": "pedestal", "kind_target": "box"})
-        why = _geometry_rejection(sc, pl)
+        why = geometry_rejection(sc, pl)
         if why in ("pool_props_too_close", "pool_outside_frustum_vertically"):
             continue
         pts, rad = [np.asarray(pl.observer.position, float), pl.target.center], [pl.observer.bounding_radius(),

@@ -462,3 +462,95 @@ def test_use_idle_cores_only_for_the_last_running_job(monkeypatch):
         assert numba.get_num_threads() == 1
     finally:
         numba.set_num_threads(before)
+
+
+# ---------------------------------------------------------------------- depth-only settings (issue 35, 29 Nov)
+def test_depth_settings_config_identity_and_splits(tmp_path):
+    """``depth_settings`` is part of a build's identity only when set (older stamps resume), needs the matched
+    design, and with ``val_holdout: setting`` holds out the last of the depth-only settings too."""
+    base = {**TINY, "out": str(tmp_path / "x")}
+    assert "depth_settings" not in config_from_dict(base).identity()
+    assert config_from_dict({**base, "depth_settings": 4}).identity()["depth_settings"] == 4
+    with pytest.raises(ConfigError, match="depth_settings=2: needs placement_design=matched"):
+        config_from_dict({**base, "depth_settings": 2, "placement_design": "legacy"})
+    cfg = config_from_dict({**base, "depth_settings": 4, "val_holdout": "setting", "val_settings": 2})
+    parts = [cfg.part_of("hydrant_01", k) for k in range(cfg.settings + cfg.depth_settings)]
+    assert parts == ["train", "train", "val", "val", "train", "train", "val", "val"]
+    assert cfg.part_of("couch_03", 5) == "test"
+    # away_facing, the facing-away design (a build option since 29 Nov, before a code-side MatchedDesign knob)
+    assert "away_facing" not in config_from_dict(base).identity()
+    image = config_from_dict({**base, "away_facing": "image"}).identity()
+    assert image["away_facing"] == "image" and "away_facing" not in image["design"]["matched_design"]
+    from tasks.threedpc.config import upgrade_identity
+
+    old = dict(image, design={**image["design"], "matched_design": {**image["design"]["matched_design"],
+                                                                      "away_facing": "image"}})
+    old.pop("away_facing")
+    assert upgrade_identity(old) == image  # a stamp of an "image" build from then resumes as the option
+    with pytest.raises(ConfigError, match="away_facing"):
+        config_from_dict({**base, "away_facing": "sideways"})
+
+
+def test_depth_only_placements_face_anywhere():
+    """A depth-only observer's facing is independent of the ball: the angle between its facing and the
+    direction to the ball spreads over [0°, 180°] (uniform yaw: mean 90°, a sixth within the 60° camera's
+    view), where a VPT-visible observer looks within 7° of it; every placement passes the geometry checks."""
+    from tasks.placement import geometry_rejection
+    from tasks.threedpc.build import depth_only_placement, load_build_scene
+
+    cfg = config_from_dict({**TINY, "out": "unused", "depth_settings": 2})
+    scene = load_build_scene(cfg, "hydrant_01")
+    rng = np.random.default_rng(0)
+    angles = []
+    for _ in range(40):
+        pl, vpt = depth_only_placement(cfg, scene, rng, {})
+        # clear of each other and of the object (the frustum check of the candidate held before the turn)
+        assert geometry_rejection(scene, pl) in (None, "pool_outside_frustum_vertically")
+        assert vpt["vpt_label"] in (0, 1, None)
+        o, t = np.asarray(pl.observer.position[:2]), pl.target.center[:2]
+        to_t = np.degrees(np.arctan2(t[1] - o[1], t[0] - o[0]))
+        angles.append(abs((pl.observer.yaw_deg - to_t + 180) % 360 - 180))
+        if pl.observer_support is not None:
+            assert pl.observer_support.yaw_deg == pl.observer.yaw_deg  # the stand turns with it
+    angles = np.array(angles)
+    assert 70 < angles.mean() < 110 and 0.04 < (angles < 30).mean() < 0.35 and angles.max() > 150
+
+
+def test_task_candidates_split_the_frames_between_the_tasks():
+    from tasks.threedpc.assemble import task_candidates
+
+    df = pd.DataFrame({"task_set": ["basic"] * 4 + ["strategy"],
+                       "requested": ["visible", "occluded", "depth_only", "depth_only", "visible"],
+                       "keep": [True, True, True, False, True], "vpt_label": [1, 0, 0, 1, 1],
+                       "depth_label": [0, 1, 1, 0, pd.NA]})
+    vpt, depth = task_candidates(df)
+    assert vpt.tolist() == [True, True, False, False, False]
+    assert depth.tolist() == [False, False, True, False, False]
+    vpt, depth = task_candidates(df.iloc[[0, 1, 4]])  # no depth-only setting: both tasks on the same frames
+    assert vpt.tolist() == depth.tolist() == [True, True, False]
+
+
+def test_depth_only_settings_leave_the_vpt_settings_byte_identical(tiny, tmp_path):
+    """Depth-only settings draw their random numbers after every VPT setting's, so a scene built with them has
+    the very VPT frames it has without them (compared with the session's TINY build), plus its depth-only
+    settings numbered after them."""
+    import hashlib
+
+    from tasks.threedpc.build import basic_scene_rows, load_build_scene, scene_dir
+
+    cfg = config_from_dict({**TINY, "out": str(tmp_path / "d"), "depth_settings": 1})
+    scene = load_build_scene(cfg, "hydrant_01")
+    final = scene_dir(cfg, scene, "train")
+    tmp = tmp_path / "tmp"
+    rows, _ = basic_scene_rows(cfg, scene, "train", tmp, final)
+    rows = pd.DataFrame(rows)
+    vpt_rows, extra = rows[rows.setting < cfg.settings], rows[rows.setting >= cfg.settings]
+    assert set(extra.setting) == {cfg.settings} and set(extra.requested) == {"depth_only"}
+    assert set(extra.pair_role) == {"depth_only"} and len(extra) == cfg.frames
+    old = scene_dir(config_from_dict({**TINY, "out": str(tiny)}), scene, "train")
+    for name in vpt_rows.file_name[vpt_rows.file_name != ""]:
+        rel = name.split("hydrant_01/", 1)[1]
+        assert hashlib.sha256((tmp / rel).read_bytes()).digest() == hashlib.sha256((old / rel).read_bytes()).digest(), rel
+    ref = pd.read_parquet(old / "_labels.parquet")
+    assert vpt_rows.file_name.tolist() == ref.file_name.tolist()  # (relative to the build folder)
+    assert vpt_rows.observer_yaw_deg.tolist() == ref.observer_yaw_deg.tolist()

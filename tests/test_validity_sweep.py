@@ -21,7 +21,7 @@ def test_every_configuration_is_a_valid_build_with_enough_test_placements_for_en
     from tasks.threedpc.shortcuts import AuditConfig
 
     names = [c["name"] for c in sweep.CONFIGS]
-    assert len(names) == len(set(names)) and 8 <= len(names) <= 14  # a sweep stays about an hour of CPU
+    assert len(names) == len(set(names)) and 8 <= len(names) <= 16  # a sweep stays about an hour and a half of CPU
     varied = {k: {str(c[k]) for c in sweep.CONFIGS} for k in ("subset", "settings", "frames", "seed", "size")}
     assert all(len(v) >= 3 for v in varied.values()), varied  # every option takes at least three values
     for c in sweep.CONFIGS:
@@ -34,6 +34,11 @@ def test_every_configuration_is_a_valid_build_with_enough_test_placements_for_en
         assert splits.count("test") * cfg.settings >= AuditConfig().min_placements, c["name"]
         if c["oov"] is not None:
             assert cfg.out_of_view_fraction == c["oov"]
+        for k, v in c["design"].items():  # a candidate design's options reach the builder
+            assert getattr(cfg, k) == v, (c["name"], k)
+        if cfg.depth_settings:  # the depth task's own placements: enough test ones for its gates too
+            assert splits.count("test") * cfg.depth_settings >= AuditConfig().min_placements, c["name"]
+    assert any(c["design"] for c in sweep.CONFIGS) and any(not c["design"] for c in sweep.CONFIGS)
 
 
 def _table(values: dict) -> pd.DataFrame:

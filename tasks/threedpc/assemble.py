@@ -15,7 +15,7 @@ import numpy as np
 
 from ..labels import LABEL_RULE_VERSION
 from .config import BuildConfig, ConfigError
-from .layout import LABELS_FILE, VIEWS, scene_dir_of, scene_rng
+from .layout import DEPTH_ONLY, LABELS_FILE, VIEWS, scene_dir_of, scene_rng
 
 
 def _link(src: Path, dst: Path) -> None:
@@ -55,6 +55,18 @@ def human_subset(df, n: int, rng: np.random.Generator):
                     picked.append(by_scene[s].pop())
         chosen += picked
     return sorted(chosen)
+
+
+def task_candidates(df):
+    """(in_vpt, in_depth) before balancing: kept basic-task frames with the task's label. With depth-only
+    settings in the build (``requested == "depth_only"``, ``BuildConfig.depth_settings``) the depth task takes
+    them alone and the VPT task never does; otherwise both tasks share the frames (the paper's protocol)."""
+    basic = (df.task_set == "basic").to_numpy(bool)
+    kept = df.keep.fillna(False).to_numpy(bool)
+    depth_only = df.requested.eq(DEPTH_ONLY).fillna(False).to_numpy(bool)
+    in_vpt = basic & ~depth_only & kept & df.vpt_label.notna().to_numpy(bool)
+    in_depth = basic & (depth_only if depth_only.any() else True) & kept & df.depth_label.notna().to_numpy(bool)
+    return in_vpt, in_depth
 
 
 def build_views(out: Path, df) -> None:
@@ -134,8 +146,8 @@ def assemble(cfg: BuildConfig, thumbs: dict | None = None) -> None:
             captures[name] = record
     df = pd.concat(tables, ignore_index=True)
     basic = df.task_set == "basic"
-    df["in_vpt"] = basic & df.keep.fillna(False) & df.vpt_label.notna()
-    df["in_depth"] = basic & df.keep.fillna(False) & df.depth_label.notna()
+    depth_only = df.requested.eq(DEPTH_ONLY).fillna(False).to_numpy(bool)
+    df["in_vpt"], df["in_depth"] = task_candidates(df)
     # Balance each task's labels within each split by dropping a seeded random sample of the majority
     # label (recorded per image in balance_dropped_<task>); occluded settings lose more frames to hidden
     # props than visible ones, so VPT would otherwise lean towards 1.
@@ -159,7 +171,7 @@ def assemble(cfg: BuildConfig, thumbs: dict | None = None) -> None:
     df.loc[drop, "cue_dropped_depth"] = True
     df.loc[drop, "in_depth"] = False
     df["in_strategy"] = df.task_set == "strategy"
-    human = human_subset(df[basic], cfg.human_n, scene_rng(cfg, "__human__")) if cfg.human_n else []
+    human = human_subset(df[basic & ~depth_only], cfg.human_n, scene_rng(cfg, "__human__")) if cfg.human_n else []
     df["in_human"] = False
     df.loc[human, "in_human"] = True
     df["size_ratio"] = df.ball_size / df.observer_size
@@ -331,7 +343,7 @@ def summary_markdown(cfg: BuildConfig, df, counts: dict, rejections: dict | None
             lines.append(f"| {task} | {sp} | {counts[task].get(f'{sp}/0', 0)} | {counts[task].get(f'{sp}/1', 0)} |")
     lines += ["", "## Joint labels on the same images (kept basic frames with both labels)", "",
               "| | depth 0 (ball nearer) | depth 1 (ball further) |", "|---|---|---|"]
-    both = basic[basic.keep.fillna(False) & basic.depth_label.notna()]
+    both = basic[basic.keep.fillna(False) & basic.depth_label.notna() & basic.requested.ne(DEPTH_ONLY).fillna(True)]
     jt = pd.crosstab(both.vpt_label, both.depth_label)
     for v in (0, 1):
         lines.append(f"| vpt {v} | {int(jt.loc[v, 0]) if v in jt.index and 0 in jt.columns else 0} | "

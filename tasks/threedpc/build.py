@@ -31,7 +31,7 @@ from ..placement import (CompositeOccluders, Placement, PlacementError, PropStyl
                          sample_placement, staged_scene)
 from infra.schema import validate_config, validate_section
 from .config import BuildConfig, ConfigError, upgrade_identity
-from .layout import LABELS_FILE, VIEWS, load_build_scene, scene_dir, scene_dir_of, scene_rng  # noqa: F401 (re-exported)
+from .layout import DEPTH_ONLY, LABELS_FILE, VIEWS, load_build_scene, scene_dir, scene_dir_of, scene_rng  # noqa: F401 (re-exported)
 
 
 def jittered_style(style: PropStyle, rng: np.random.Generator, jitter: float, observer_min: float = 0.0) -> PropStyle:
@@ -232,7 +232,7 @@ def arc_lens_angles(arc, placement, yaws: np.ndarray) -> np.ndarray:
 
 
 def _face_viewer_as_pair(cfg, scene, pl, vpt, info, arc, pos_cos, rng, rejected):
-    """Settings come in pairs (positive, then its negative). With ``MatchedDesign.away_facing`` "image"
+    """Settings come in pairs (positive, then its negative). With ``cfg.away_facing`` "image"
     (issue 35; measured, not the default) the positive's lens-ball angle in the image along its arc (:func:`arc_lens_angles`) is
     remembered, and a facing-away negative is turned to the yaw, at least ``away_min_deg`` from its target and
     with the target out of view, whose angle along its own arc is nearest to it: its lens points at the ball
@@ -246,7 +246,7 @@ def _face_viewer_as_pair(cfg, scene, pl, vpt, info, arc, pos_cos, rng, rejected)
 
     design = MatchedDesign()
     mid = arc.eye(0.5)
-    image = design.away_facing == "image"
+    image = cfg.away_facing == "image"
     if info.get("pair_role") == "positive":
         if image:
             return pl, vpt, float(arc_lens_angles(arc, pl, np.array([pl.observer.yaw_deg]))[0])
@@ -281,11 +281,9 @@ def basic_scene_rows(cfg: BuildConfig, scene, split: str, tmp: Path, final: Path
     settings, rejected = scene_placements(cfg, scene, rng)
     rows = []
     pos_cos = None
-    for k, (pl, vpt, info) in enumerate(settings):
-        outcome = vpt["vpt_reason"] if vpt["vpt_label"] == 0 else "visible"
-        arc = viewer_arc(scene, pl, rng, cfg)
-        if cfg.placement_design != "legacy":
-            pl, vpt, pos_cos = _face_viewer_as_pair(cfg, scene, pl, vpt, info, arc, pos_cos, rng, rejected)
+    small_fn = None if cfg.placement_design == "legacy" else (lambda r: too_small(r, cfg))
+
+    def setting_rows(k, pl, vpt, info, arc, outcome):
         part = cfg.part_of(spec or scene.name, k)
         stage = staged_scene(scene, pl)
         if cfg.placement_design == "legacy":
@@ -294,7 +292,6 @@ def basic_scene_rows(cfg: BuildConfig, scene, split: str, tmp: Path, final: Path
             cams, zooms = framed_cameras(arc, pl, cfg.frames, cfg.size, cfg.zoom_max, cfg.frame_margin)
         # frames dropped for a prop outside the image or too small on screen (mesh pass alone) are not splatted:
         # their rows get NaN visible fractions; kept frames are the fully rendered ones (label_frame)
-        small_fn = None if cfg.placement_design == "legacy" else (lambda r: too_small(r, cfg))
         for f, cam in enumerate(cams):
             use_idle_cores()
             # (a frame label_frame keeps is large enough: a small one is dropped before its splat, or, when the
@@ -311,7 +308,45 @@ def basic_scene_rows(cfg: BuildConfig, scene, split: str, tmp: Path, final: Path
                          "task_set": "basic", "setting": k, "frame": f, "requested": outcome,
                          "placement_design": cfg.placement_design, "viewer_zoom": float(zooms[f]), **info,
                          **cam.as_row(), **pl.to_row(), **lab})
+
+    for k, (pl, vpt, info) in enumerate(settings):
+        outcome = vpt["vpt_reason"] if vpt["vpt_label"] == 0 else "visible"
+        arc = viewer_arc(scene, pl, rng, cfg)
+        if cfg.placement_design != "legacy":
+            pl, vpt, pos_cos = _face_viewer_as_pair(cfg, scene, pl, vpt, info, arc, pos_cos, rng, rejected)
+        setting_rows(k, pl, vpt, info, arc, outcome)
+    # depth-only settings (cfg.depth_settings) after every VPT one: their random numbers come after the VPT
+    # settings' draws, so those are the same with or without them
+    for j in range(cfg.depth_settings):
+        pl, vpt = depth_only_placement(cfg, scene, rng, rejected)
+        arc = viewer_arc(scene, pl, rng, cfg)
+        setting_rows(cfg.settings + j, pl, vpt, {"pair_role": DEPTH_ONLY}, arc, DEPTH_ONLY)
     return rows, {"rejected_placements": dict(rejected)}
+
+
+def depth_only_placement(cfg: BuildConfig, scene, rng: np.random.Generator, rejected) -> tuple[Placement, dict]:
+    """A depth-only setting (``cfg.depth_settings``): props drawn as the matched design draws its candidates
+    (:func:`tasks.placement.propose_candidate`, the same geometry checks), then the observer (and its stand)
+    turned to a uniformly random yaw, so where it looks says nothing about which prop is nearer. Its VPT label
+    is computed and recorded like any other, though its frames never join the VPT set. Returns (placement,
+    vpt evidence); raises :class:`PlacementError` after ``cfg.max_placement_tries`` rejected candidates."""
+    from ..placement import MatchedDesign, geometry_rejection, propose_candidate
+
+    design = MatchedDesign()
+    for _ in range(cfg.max_placement_tries):
+        pl = propose_candidate(scene, rng, style_for(cfg, rng), design)
+        yaw = float(rng.uniform(0.0, 360.0))  # drawn before the checks: one number per candidate whatever they say
+        why = geometry_rejection(scene, pl)
+        if why is not None:
+            rejected[f"depth_only_{why}"] = rejected.get(f"depth_only_{why}", 0) + 1
+            continue
+        sup = pl.observer_support
+        pl = dataclasses.replace(pl, observer=dataclasses.replace(pl.observer, yaw_deg=yaw),
+                                 observer_support=None if sup is None else dataclasses.replace(sup, yaw_deg=yaw))
+        vpt = vpt_label(staged_scene(scene, pl), pl.observer, pl.target, cfg.rules, support=pl.target_support)
+        return pl, vpt
+    raise PlacementError(f"{scene.name}: no depth-only placement passed the geometry checks in "
+                         f"{cfg.max_placement_tries} tries")
 
 
 def _strategy_path(scene, rng, cfg: BuildConfig, style: PropStyle, elevation: float = 0.0):

@@ -41,7 +41,7 @@ class AuditConfig:
         scenes and its AUC lie in [1 − this, this]; with a limit the cue also joins the all-cue regression.
         ``None`` (default): reported only and kept out of that regression, because no placement design yet
         passes it together with the other gates: facing-away observers mirrored about the line of sight (the
-        default, ``MatchedDesign.away_facing``) score 0.741 on the default build; turned in depth instead they
+        default, ``BuildConfig.away_facing``) score 0.741 on the default build; turned in depth instead they
         leave the depth observer_faces_viewer AUC at 0.006-0.10 and the all-cue VPT regression at ~0.69
         (docs/validity_sweep.md). ``audit.vpt_orientation_max=0.65`` enforces it like the other rules. Nor does
         an item selection (29 Nov, six sweep builds): VPT frames matched on the angle alone
@@ -129,10 +129,29 @@ class BuildConfig:
     settings: placements per basic-task scene (half VPT-visible, half not).
     out_of_view_fraction: share of the not-visible settings made by facing away instead of occlusion (rounded
         per scene: ``round(settings / 2 × fraction)``). Issue 35: 0.2 with the facing-away observers turned
-        in depth (``MatchedDesign.away_facing``) took the depth audit's observer_faces_viewer AUC to
+        in depth (``away_facing``) took the depth audit's observer_faces_viewer AUC to
         0.006-0.008 (gate 0.10) on 2-frame sweep builds: on VPT-visible and occluded images the observer
         looks at the ball, so its facing gives the depth order exactly (AUC 0.000 on today's default build),
         and only the facing-away images dilute it.
+    depth_settings: placements per basic-task scene made for the depth task alone (issue 35, 29 Nov; 0, the
+        default, keeps the paper's protocol of both tasks on the same images). In a VPT setting the observer
+        looks at the ball (visible, occluded) or straight away from it (facing away), so whether it faces the
+        viewer gives the depth order away: the shortcut audit's two-level tree orders the default build's depth
+        items at 0.990 from that and where the lens points. A depth-only setting draws its props as the matched
+        design does and turns the observer to a uniformly random yaw, independent of the ball and the viewer;
+        with ``depth_settings`` > 0 the depth task takes only these frames (``requested = "depth_only"``, never
+        in the VPT set or the human subset) and the VPT task only the others.
+    away_facing: how a facing-away negative is turned once its viewer arc is drawn (``build._face_viewer_as_pair``;
+        ``MatchedDesign.away_facing`` until 29 Nov, when it became an option).
+        "viewer" (default, issue 10): to its visible pair's cosine towards the viewer, which mirrors it about
+        the line of sight: its lens points away from the ball in the image (median 166° against 9.5° for
+        visible observers; the audit's 2D orientation rule scores 0.741 on the default build, reported).
+        "image" (issue 35): to the yaw at least ``away_min_deg`` from the target whose lens axis, seen along its
+        arc (five phases), points at the ball in the image as closely as its pair's does (the audit's
+        ``lens_ball_angle``): it faces away in depth. The 2D rule then passes (0.565-0.578 on sweep builds), but
+        the mirrored observers were what diluted "the observer faces the viewer" for depth (AUC 0.000 on visible
+        and occluded images, where it looks at the ball): without them that AUC fell to 0.006-0.008 (gate 0.10).
+        With ``depth_settings`` the depth task no longer uses these frames, which is what makes "image" usable.
     frames, size: frames per viewer trajectory, image size (pixels).
     arc_deg, radius_jitter, height_jitter: the viewer arc around the object (degrees swept; relative
         radius and absolute height (m) offsets from the reference trajectory).
@@ -174,6 +193,11 @@ class BuildConfig:
     seed: int = field(0, "seed of everything random in the build", range=(0, 2**63 - 1))
     settings: int = field(10, "placements per basic-task scene (even: half VPT-visible)", range=(2, math.inf))
     out_of_view_fraction: float = field(0.4, "share of not-visible settings made by facing away", range=(0, 1))
+    away_facing: str = field("viewer", "how a facing-away negative is turned: viewer (mirrored about the line of "
+                             "sight) or image (its lens points at the ball in the image; it faces away in depth)",
+                             choices=("viewer", "image"))
+    depth_settings: int = field(0, "depth-only placements per basic-task scene, observer facing a random direction "
+                                "(0: the depth task uses the VPT settings' frames)", range=(0, math.inf))
     frames: int = field(50, "frames per viewer trajectory", range=(2, math.inf))
     size: int = field(256, "image width = height (pixels)", range=(16, 4096))
     arc_deg: float = field(90.0, "viewer arc swept around the object (degrees)")
@@ -260,11 +284,16 @@ class BuildConfig:
 
     def part_of(self, scene: str, setting: int) -> str:
         """The split of one setting: the scene's split, except with ``val_holdout: setting`` where the last
-        ``val_settings`` settings of a training scene are validation."""
+        ``val_settings`` settings of a training scene are validation. Depth-only settings are numbered after the
+        VPT ones (``settings`` …); with ``val_holdout: setting`` the last ``val_settings`` of them (at most
+        half) are validation too."""
         split = self.split_of(scene)
-        if split == "train" and self.val_holdout == "setting" and setting >= self.settings - self.val_settings:
-            return "val"
-        return split
+        if split != "train" or self.val_holdout != "setting":
+            return split
+        if setting >= self.settings:
+            held = min(self.val_settings, self.depth_settings // 2)
+            return "val" if setting >= self.settings + self.depth_settings - held else split
+        return "val" if setting >= self.settings - self.val_settings else split
 
     def identity(self) -> dict[str, Any]:
         """The fields that define the dataset's content (not how it is computed), plus ``design``: what the
@@ -275,6 +304,10 @@ class BuildConfig:
             d.pop(k)
         if not d["scene_frames"]:  # no scene file hints: left out, so builds written before the field resume
             d.pop("scene_frames")
+        if not d["depth_settings"]:  # the depth task on the VPT frames: as every build before the field
+            d.pop("depth_settings")
+        if d["away_facing"] == "viewer":  # as every build before the option
+            d.pop("away_facing")
         d["design"] = design_identity()
         files = scene_file_digests(self.scenes)
         if files:  # what a scene file holds, not where it is: another file under the same name is another build
@@ -294,6 +327,8 @@ def upgrade_identity(stamp: dict) -> dict:
     matched = stamp.get("design", {}).get("matched_design", {})
     if matched.get("away_facing") == "viewer":
         matched.pop("away_facing")
+    elif "away_facing" in matched:  # "image" while it was a code-side design knob: now the build option
+        stamp["away_facing"] = matched.pop("away_facing")
     return stamp
 
 
@@ -315,8 +350,6 @@ def design_identity() -> dict[str, Any]:
     from ..placement import MatchedDesign
 
     matched = dataclasses.asdict(MatchedDesign())
-    if matched.get("away_facing") == "viewer":  # the design before the field existed: older builds still resume
-        matched.pop("away_facing")
     return {"label_rule_version": LABEL_RULE_VERSION, "matched_design": matched,
             "lens_length": float(props.LENS_LENGTH)}
 
@@ -468,6 +501,9 @@ def validate(cfg: BuildConfig) -> None:
                           "[0.15, 0.85], or null for no cue matching")
     if cfg.frame_margin >= 0.4:
         raise ConfigError(f"frame_margin={cfg.frame_margin}: must be < 0.4 (props this far inside each border)")
+    if cfg.depth_settings and cfg.placement_design == "legacy":
+        raise ConfigError(f"depth_settings={cfg.depth_settings}: needs placement_design=matched (depth-only props are "
+                          "drawn as the matched design draws them); use depth_settings=0 with the legacy design")
     capacity = len(by_split["test"]) * cfg.settings * cfg.frames
     if cfg.human_n > capacity // 4:
         raise ConfigError(
