@@ -103,6 +103,10 @@ CONFIGS = [
     # facing-away negatives, on the configuration that failed the default design's VPT pixel gate
     _cfg("base_ds", "first5_01", settings=10, frames=4, design={"depth_settings": 10}),
     _cfg("all10_s10_f2_v4", "all10", settings=10, frames=2, seed=10, design=CANDIDATE),
+    # and the VPT viewer looking across the sight line (vpt_arc_deg); its VPT frames no longer balance depth
+    # jointly, so no human subset yet (human_n=0: the subset of a depth-only design is still to be designed)
+    _cfg("all10_s10_f2_v5", "all10", settings=10, frames=2, seed=10,
+         design={**CANDIDATE, "vpt_arc_deg": 30, "human_n": 0}),
 ]
 
 
@@ -110,11 +114,12 @@ def overrides(c: dict, folder: Path, workers: int) -> list[str]:
     """Hydra overrides of ``python -m tasks.threedpc`` for configuration ``c``."""
     scenes, splits = SUBSETS[c["subset"]]
     ov = [f"scenes=[{','.join(scenes)}]", f"settings={c['settings']}", f"frames={c['frames']}",
-          f"seed={c['seed']}", f"size={c['size']}", "human_n=8", f"workers={workers}", "audit.enforce=false",
+          f"seed={c['seed']}", f"size={c['size']}", f"human_n={c.get('design', {}).get('human_n', 8)}",
+          f"workers={workers}", "audit.enforce=false",
           f"out={folder}"]
     if c.get("oov") is not None:
         ov.append(f"out_of_view_fraction={c['oov']}")
-    ov += [f"{k}={v}" for k, v in sorted(c.get("design", {}).items())]
+    ov += [f"{k}={v}" for k, v in sorted(c.get("design", {}).items()) if k != "human_n"]
     if splits:
         ov.append("scene_splits={" + ",".join(f"{k}:{v}" for k, v in sorted(splits.items())) + "}")
     return ov

@@ -554,3 +554,39 @@ def test_depth_only_settings_leave_the_vpt_settings_byte_identical(tiny, tmp_pat
     ref = pd.read_parquet(old / "_labels.parquet")
     assert vpt_rows.file_name.tolist() == ref.file_name.tolist()  # (relative to the build folder)
     assert vpt_rows.observer_yaw_deg.tolist() == ref.observer_yaw_deg.tolist()
+
+
+def test_vpt_arc_looks_across_the_sight_line(tmp_path):
+    """``vpt_arc_deg`` (with depth-only settings): a VPT setting's viewer arc is centred on the direction from the
+    object's centre to the nearest point of the props' ground line and sweeps vpt_arc_deg × the usual random
+    factor, drawing the same random numbers as the bisector arc (so nothing after it changes)."""
+    from scenes.props import Observer, Target
+    from tasks.placement import Placement
+    from tasks.threedpc.build import line_facing_azimuth, load_build_scene, viewer_arc
+
+    beside = Placement(Observer((-1.0, 1.0, 0.3), yaw_deg=0.0), Target((1.0, 1.0, 0.3)))
+    assert line_facing_azimuth(beside, (0.0, 0.0)) == pytest.approx(90.0)
+    assert line_facing_azimuth(beside, (0.0, 3.0)) == pytest.approx(-90.0)
+    end = Placement(Observer((0.5, -2.0, 0.3), yaw_deg=0.0), Target((2.0, -4.0, 0.3)))  # nearest point: an end
+    assert line_facing_azimuth(end, (0.0, 0.0)) == pytest.approx(np.degrees(np.arctan2(-2.0, 0.5)))
+    through = Placement(Observer((-1.0, 0.0, 0.3), yaw_deg=0.0), Target((2.0, 0.0, 0.3)))  # through the centre
+    assert line_facing_azimuth(through, (0.0, 0.0)) == pytest.approx(0.0)  # the props' midpoint (0.5, 0)
+
+    base = {**TINY, "out": str(tmp_path / "x"), "depth_settings": 2}
+    with pytest.raises(ConfigError, match="vpt_arc_deg=30: needs depth_settings > 0"):
+        config_from_dict({**TINY, "out": str(tmp_path / "x"), "vpt_arc_deg": 30})
+    assert "vpt_arc_deg" not in config_from_dict(base).identity()
+    cfg = config_from_dict({**base, "vpt_arc_deg": 30})
+    assert cfg.identity()["vpt_arc_deg"] == 30
+    scene = load_build_scene(cfg, "hydrant_01")
+    lo, hi = scene.object_bounds
+    pl = Placement(Observer((0.9, 0.4, 0.3), yaw_deg=0.0), Target((-0.2, 0.9, 0.3)))
+    r1, r2, r3 = (np.random.default_rng(5) for _ in range(3))
+    arc = viewer_arc(scene, pl, r1, cfg, vpt=True)
+    plain = viewer_arc(scene, pl, r2, config_from_dict(base), vpt=True)  # no vpt_arc_deg: the bisector arc
+    depth = viewer_arc(scene, pl, r3, cfg)  # a depth-only setting keeps the bisector arc
+    assert r1.random() == r2.random() == r3.random()  # the same draws
+    assert depth == plain and arc.radius == plain.radius and arc.height == plain.height
+    want = line_facing_azimuth(pl, (np.asarray(lo[:2]) + hi[:2]) / 2)
+    assert arc.start_deg + arc.sweep_deg / 2 == pytest.approx(want)
+    assert arc.sweep_deg / plain.sweep_deg == pytest.approx(30 / cfg.arc_deg)

@@ -152,6 +152,10 @@ class BuildConfig:
         the mirrored observers were what diluted "the observer faces the viewer" for depth (AUC 0.000 on visible
         and occluded images, where it looks at the ball): without them that AUC fell to 0.006-0.008 (gate 0.10).
         With ``depth_settings`` the depth task no longer uses these frames, which is what makes "image" usable.
+    vpt_arc_deg: with ``depth_settings`` (the VPT frames then serve VPT alone and need no depth flip), the VPT
+        settings' viewer arc sweeps this many degrees centred on the direction from the object's centre to the
+        sight line's nearest point (``build.viewer_arc``), so a clear line is seen across the object as a blocked
+        one is; None (default): the bisector-centred arc of ``arc_deg`` for every setting.
     frames, size: frames per viewer trajectory, image size (pixels).
     arc_deg, radius_jitter, height_jitter: the viewer arc around the object (degrees swept; relative
         radius and absolute height (m) offsets from the reference trajectory).
@@ -196,6 +200,9 @@ class BuildConfig:
     away_facing: str = field("viewer", "how a facing-away negative is turned: viewer (mirrored about the line of "
                              "sight) or image (its lens points at the ball in the image; it faces away in depth)",
                              choices=("viewer", "image"))
+    vpt_arc_deg: float | None = field(None, "with depth_settings: the VPT settings' viewer arc (degrees) centred on "
+                                      "the sight line seen in front of the object (null: the bisector arc of "
+                                      "arc_deg, as the depth task needs)", range=(1, 360))
     depth_settings: int = field(0, "depth-only placements per basic-task scene, observer facing a random direction "
                                 "(0: the depth task uses the VPT settings' frames)", range=(0, math.inf))
     frames: int = field(50, "frames per viewer trajectory", range=(2, math.inf))
@@ -308,6 +315,8 @@ class BuildConfig:
             d.pop("depth_settings")
         if d["away_facing"] == "viewer":  # as every build before the option
             d.pop("away_facing")
+        if d["vpt_arc_deg"] is None:  # the bisector arc for every setting: as every build before the option
+            d.pop("vpt_arc_deg")
         d["design"] = design_identity()
         files = scene_file_digests(self.scenes)
         if files:  # what a scene file holds, not where it is: another file under the same name is another build
@@ -501,6 +510,9 @@ def validate(cfg: BuildConfig) -> None:
                           "[0.15, 0.85], or null for no cue matching")
     if cfg.frame_margin >= 0.4:
         raise ConfigError(f"frame_margin={cfg.frame_margin}: must be < 0.4 (props this far inside each border)")
+    if cfg.vpt_arc_deg is not None and not cfg.depth_settings:
+        raise ConfigError(f"vpt_arc_deg={cfg.vpt_arc_deg}: needs depth_settings > 0 (the VPT frames are the depth task's "
+                          "too otherwise, and its depth order must flip along the bisector arc)")
     if cfg.depth_settings and cfg.placement_design == "legacy":
         raise ConfigError(f"depth_settings={cfg.depth_settings}: needs placement_design=matched (depth-only props are "
                           "drawn as the matched design draws them); use depth_settings=0 with the legacy design")
