@@ -81,6 +81,9 @@ def _cfg(name, subset, settings=10, frames=4, seed=0, size=256, oov=None, design
 # direction (the gaze cue: an observer looking at the ball gives the depth order away), which lets facing-away
 # VPT negatives be turned in depth so that the lens points at the ball in the image as a visible one's does
 CANDIDATE = {"depth_settings": 10, "away_facing": "image"}
+# whole-grid design variants (``--design``): every default-design configuration built with these options too
+# (v5: the VPT viewer also looks across the sight line; its VPT frames do not balance depth jointly: human_n=0)
+DESIGNS = {"default": {}, "v5": {**CANDIDATE, "vpt_arc_deg": 30, "human_n": 0}}
 
 
 # the grid, in build order (the most telling first, so a sweep cut short still says something)
@@ -252,7 +255,7 @@ def _reassembly_lines(records: dict) -> list[str]:
             "original build's.", ""]
 
 
-def markdown(rows, records: dict, argv: list[str], orient=None, rep=None) -> str:
+def markdown(rows, records: dict, argv: list[str], orient=None, rep=None, grid=None) -> str:
     """docs/validity_sweep.md from the long table ``rows`` (one row per configuration × gated figure)."""
     import numpy as np
     import pandas as pd
@@ -290,7 +293,7 @@ def markdown(rows, records: dict, argv: list[str], orient=None, rep=None) -> str
                      f"{records[n].get('cpu_s', '')} | {'PASS' if not len(fail) else f'**FAIL** ({len(fail)})'}"
                      f"{f' ({noise} outside but not enforced)' if noise else ''} "
                      f"| {worst.margin:+.3f} ({worst.task} {worst['name']}) |")
-    missing = [c["name"] for c in CONFIGS if c["name"] not in names]
+    missing = [c["name"] for c in (CONFIGS if grid is None else grid) if c["name"] not in names]
     if missing:
         lines += ["", f"Not built yet (the same command resumes them): {', '.join(missing)}."]
     lines += ["", "## Every gated figure over the configurations", "",
@@ -349,6 +352,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="run the builder again on finished builds: re-assemble them (item selection, views, audit) "
                          "with today's code, keeping their rendered scenes")
     ap.add_argument("--workers", type=int, default=2, help="build processes per configuration")
+    ap.add_argument("--design", default="default", choices=sorted(DESIGNS),
+                    help="build every default-design configuration with a candidate design's options (DESIGNS); "
+                         "use its own --out and --doc")
     ap.add_argument("--doc", default=str(Path(_here).parent / "docs" / "validity_sweep.md"),
                     help="markdown report to write (default docs/validity_sweep.md)")
     args = ap.parse_args(argv)
@@ -363,7 +369,9 @@ def main(argv: list[str] | None = None) -> int:
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    todo = [c for c in CONFIGS if args.only is None or c["name"] in args.only]
+    grid = CONFIGS if args.design == "default" else [
+        {**c, "design": dict(DESIGNS[args.design])} for c in CONFIGS if not c["design"]]
+    todo = [c for c in grid if args.only is None or c["name"] in args.only]
     records, tables, orients, reps = {}, [], [], []
     for c in todo:
         done = out / c["name"] / "sweep_build.json"
@@ -394,7 +402,7 @@ def main(argv: list[str] | None = None) -> int:
     rep = pd.concat(reps, ignore_index=True)
     write_table(orient, out / "validity_sweep_orientation")
     write_table(rep, out / "validity_sweep_reported")
-    atomic_write_text(Path(args.doc), markdown(rows, records, argv, orient, rep))
+    atomic_write_text(Path(args.doc), markdown(rows, records, argv, orient, rep, grid))
     print(f"wrote {out / 'validity_sweep.csv'} and {args.doc}")
     return 0
 

@@ -39,6 +39,13 @@ def test_every_configuration_is_a_valid_build_with_enough_test_placements_for_en
         if cfg.depth_settings:  # the depth task's own placements: enough test ones for its gates too
             assert splits.count("test") * cfg.depth_settings >= AuditConfig().min_placements, c["name"]
     assert any(c["design"] for c in sweep.CONFIGS) and any(not c["design"] for c in sweep.CONFIGS)
+    # a whole-grid design variant (--design): every default-design configuration composes with its options
+    for name, options in sweep.DESIGNS.items():
+        for c in sweep.CONFIGS:
+            if c["design"] or not options:
+                continue
+            cfg = compose_config(sweep.overrides({**c, "design": options}, tmp_path / name / c["name"], 2))
+            assert all(getattr(cfg, k) == v for k, v in options.items()), (name, c["name"])
 
 
 def _table(values: dict) -> pd.DataFrame:
