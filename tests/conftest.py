@@ -109,13 +109,19 @@ def pytest_collection_modifyitems(session, config, items):
 
 def pytest_configure(config):
     """Under pytest-xdist (``make test`` runs 3 workers), one BLAS/OpenMP thread per worker: workers with a
-    thread per core each would oversubscribe 2 cores. Numba's thread count is left alone
-    (tests/test_render_fast.py compares 1 and NUMBA_NUM_THREADS threads)."""
+    thread per core each would oversubscribe 2 cores. Numba's kernels run on one thread in the worker's own
+    process too (``numba.set_num_threads(1)``, the main thread's count; ``NUMBA_NUM_THREADS`` is left alone,
+    so tests/test_render_fast.py still compares 1 and NUMBA_NUM_THREADS threads, and the images do not depend
+    on the count): numba's OpenMP layer with 2 threads per worker makes each parallel region wait for a
+    descheduled partner (the TINY 3D-PC build: 56 s with 1 thread, 68 s with 2, back to back, same load)."""
     import os
 
     if os.environ.get("PYTEST_XDIST_WORKER"):
         for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
             os.environ.setdefault(k, "1")
+        import numba
+
+        numba.set_num_threads(1)
 
 
 @pytest.fixture(scope="session")
