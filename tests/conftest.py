@@ -109,32 +109,64 @@ def pytest_collection_modifyitems(session, config, items):
 
 def pytest_configure(config):
     """Under pytest-xdist (``make test`` runs 3 workers), one BLAS/OpenMP thread per worker: workers with a
-    thread per core each would oversubscribe 2 cores. Numba's thread count is left alone
-    (tests/test_render_fast.py compares 1 and NUMBA_NUM_THREADS threads)."""
+    thread per core each would oversubscribe 2 cores. Numba's kernels run on one thread in the worker's own
+    process too (``numba.set_num_threads(1)``, the main thread's count; ``NUMBA_NUM_THREADS`` is left alone,
+    so tests/test_render_fast.py still compares 1 and NUMBA_NUM_THREADS threads, and the images do not depend
+    on the count): numba's OpenMP layer with 2 threads per worker makes each parallel region wait for a
+    descheduled partner (the TINY 3D-PC build: 56 s with 1 thread, 68 s with 2, back to back, same load)."""
     import os
 
     if os.environ.get("PYTEST_XDIST_WORKER"):
         for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
             os.environ.setdefault(k, "1")
+        import numba
+
+        numba.set_num_threads(1)
 
 
 @pytest.fixture(scope="session")
-def eval_cli():
-    """``python -m eval <args>`` through one fork server per test process (tests/forkserver.py: numpy, pandas,
-    torch, Hydra ... imported once, a fresh forked child per call, as ``python -m`` runs it): saves the 1.5-3 s of
-    imports a new interpreter pays per call. Call it as ``eval_cli(*args, env=..., cwd=..., timeout=...)``; it
-    returns a :class:`subprocess.CompletedProcess` (``args`` are the module's arguments after ``-m eval``).
-    tests/test_cli_errors.py::test_forkserver_matches_a_subprocess compares the server with a real subprocess."""
+def warm_server():
+    """One fork server per test process (tests/forkserver.py: numpy, pandas, torch, Hydra, timm ... imported once,
+    a fresh forked child per call, as ``python -m`` runs it), shared by :func:`eval_cli` and :func:`python_m`."""
     import os
-    import subprocess
 
     from forkserver import WARM, ForkServer
 
     root = Path(__file__).resolve().parents[1]
     pythonpath = os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p)
     with ForkServer(WARM + ["timm"], pythonpath=pythonpath) as srv:  # timm: every model-loading command
-        def run(*args, env=None, cwd=None, timeout=600):
-            r = srv.run(["eval", *map(str, args)], cwd or root, env if env is not None else dict(os.environ), timeout)
-            return subprocess.CompletedProcess(["eval", *args], r["rc"], r["stdout"], r["stderr"])
+        yield srv
 
-        yield run
+
+@pytest.fixture(scope="session")
+def python_m(warm_server):
+    """``python -m <module> <args>`` through the fork server (:func:`warm_server`): saves the 1.5-3 s of imports a
+    new interpreter pays per call. Call it as ``python_m(module, *args, env=..., cwd=..., timeout=...)`` (``env``:
+    the whole environment, default this process's; ``cwd``: default the repository); it returns a
+    :class:`subprocess.CompletedProcess`. tests/test_cli_errors.py::test_forkserver_matches_a_subprocess
+    compares the server with a real subprocess on a case of every CLI."""
+    import os
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+
+    def run(module, *args, env=None, cwd=None, timeout=600):
+        r = warm_server.run([module, *map(str, args)], cwd or root, env if env is not None else dict(os.environ),
+                            timeout)
+        return subprocess.CompletedProcess([module, *args], r["rc"], r["stdout"], r["stderr"])
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def eval_cli(python_m):
+    """``python -m eval <args>`` through the fork server (:func:`python_m`). Call it as
+    ``eval_cli(*args, env=..., cwd=..., timeout=...)``; it returns a :class:`subprocess.CompletedProcess`
+    (``args`` are the module's arguments after ``-m eval``)."""
+    import subprocess
+
+    def run(*args, env=None, cwd=None, timeout=600):
+        r = python_m("eval", *args, env=env, cwd=cwd, timeout=timeout)
+        return subprocess.CompletedProcess(["eval", *args], r.returncode, r.stdout, r.stderr)
+
+    return run

@@ -202,12 +202,11 @@ def test_inria_convention_with_a_tilted_ground_and_cameras(tmp_path):
     assert 1.0 < loaded.trajectory.height < 2.0
 
 
-def test_a_scene_without_structure_is_refused_by_the_cli(tmp_path):
+def test_a_scene_without_structure_is_refused_by_the_cli(tmp_path, python_m):
     """A scene whose frame cannot be estimated (too few opaque Gaussians) renders in its file's frame, but props
-    are refused: one error line naming the reason, exit 2, and no output folder."""
+    are refused: one error line naming the reason, exit 2, and no output folder (``python -m render.trajectory``
+    forked from a warm server, tests/conftest.py: python_m)."""
     import os
-    import subprocess
-    import sys
     from pathlib import Path
 
     rng = np.random.default_rng(0)
@@ -215,9 +214,9 @@ def test_a_scene_without_structure_is_refused_by_the_cli(tmp_path):
                       np.full(60, -4.0), rng.normal(size=(60, 1, 3)))
     write_ply(g, tmp_path / "faint.ply")
     root = Path(__file__).resolve().parents[1]
-    r = subprocess.run([sys.executable, "-m", "render.trajectory", f"scene={tmp_path / 'faint.ply'}",
-                        f"out={tmp_path / 'out'}", "frames=2", "props=sample"], capture_output=True, text=True, cwd=root,
-                       env={**os.environ, "PYTHONPATH": str(root), "VANTAGE_CACHE": str(tmp_path / "cache")})
+    r = python_m("render.trajectory", f"scene={tmp_path / 'faint.ply'}", f"out={tmp_path / 'out'}", "frames=2",
+                 "props=sample", cwd=root,
+                 env={**os.environ, "PYTHONPATH": str(root), "VANTAGE_CACHE": str(tmp_path / "cache")})
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert r.stderr.strip().startswith("error:") and "faint.ply" in r.stderr and "opacity" in r.stderr
     assert not (tmp_path / "out").exists()

@@ -2,8 +2,6 @@
 backbone's BatchNorm statistics never change, train-on-one-condition/test-on-others, early stopping, and
 checkpoint/resume equal to an uninterrupted run."""
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -147,17 +145,16 @@ def test_rmse_ci_and_config_errors():
         DecoderConfig(targets=("a",), task_type="ordinal")
 
 
-def test_decoder_cli(tmp_path):
+def test_decoder_cli(tmp_path, eval_cli):
+    """``python -m eval decoder`` (forked from a warm server, tests/conftest.py: eval_cli; interpreter start-up
+    dominated the two runs)."""
     disc_dataset(tmp_path / "d", n_sets=30)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "VANTAGE_CACHE": str(tmp_path / "cache")}
-    base = [sys.executable, "-m", "eval", "decoder", "model=module:eval.examples:small_cnn", "pretrained=false",
+    base = ["decoder", "model=module:eval.examples:small_cnn", "pretrained=false",
             f"task={tmp_path / 'd'}", "progress=false", "decoder.epochs=3", "decoder.n_boot=200"]
-    # both runs at once (interpreter start-up dominates)
-    runs = [subprocess.Popen(base + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-            for args in (["decoder.targets=[size]", f"out={tmp_path / 'r'}"],
-                         ["decoder.targets=[colour]", f"out={tmp_path / 'r2'}"])]
-    outs = [r.communicate(timeout=300) for r in runs]
-    (p, bad) = [subprocess.CompletedProcess(r.args, r.returncode, *o) for r, o in zip(runs, outs)]
+    (p, bad) = [eval_cli(*base, *args, env=env, timeout=300)
+                for args in (["decoder.targets=[size]", f"out={tmp_path / 'r'}"],
+                             ["decoder.targets=[colour]", f"out={tmp_path / 'r2'}"])]
     assert p.returncode == 0, p.stderr
     assert "pooled seed 0 plain size: accuracy" in p.stdout
     assert bad.returncode == 2 and "decoder.targets=['colour']: not columns" in bad.stderr

@@ -3,7 +3,6 @@ against a plain twin, stimulus folders as model-vs-human releases them, model tr
 human trials (skipped when ../shared/data is absent), the benchmark table's ranks, shape bias, the CLI,
 and the one real ImageNet model reachable offline (EfficientNet-Lite0) on generated distortions."""
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -210,17 +209,16 @@ def test_benchmark_ranks_and_shape_bias_by_hand():
     assert sb["shape_bias"] == pytest.approx(1 / 3)
 
 
-def test_ood_cli_writes_trials_and_fails_cleanly(tmp_path):
+def test_ood_cli_writes_trials_and_fails_cleanly(tmp_path, eval_cli):
+    """``python -m eval ood`` (forked from a warm server, tests/conftest.py: eval_cli; interpreter start-up
+    dominated the two runs)."""
     mvh_folder(tmp_path / "stim", "rotation", [f"{k + 1:04d}_rot_dnn_{c}_cat_20_n0000_{k}.png" for k, c in
                                                  enumerate(["0", "90", "180"])])
     env = {**os.environ, "PYTHONPATH": str(ROOT), "VANTAGE_CACHE": str(tmp_path / "cache")}
-    cmd = [sys.executable, "-m", "eval", "ood", "model=timm:test_efficientnet", "pretrained=false",
+    cmd = ["ood", "model=timm:test_efficientnet", "pretrained=false",
            f"task={tmp_path / 'stim'}", f"out={tmp_path / 'res'}", "progress=false", "ood.n_boot=200"]
-    # both runs at once (interpreter start-up dominates)
-    runs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for c in
-            (cmd, cmd[:5] + [f"task={tmp_path}", f"out={tmp_path / 'r2'}", "ood.aggregation=median"])]
-    outs = [r.communicate(timeout=300) for r in runs]
-    (p, bad) = [subprocess.CompletedProcess(r.args, r.returncode, *o) for r, o in zip(runs, outs)]
+    (p, bad) = [eval_cli(*c, env=env, timeout=300) for c in
+                (cmd, cmd[:3] + [f"task={tmp_path}", f"out={tmp_path / 'r2'}", "ood.aggregation=median"])]
     assert p.returncode == 0, p.stderr
     assert "rotation: accuracy" in p.stdout
     t = read_results(tmp_path / "res")

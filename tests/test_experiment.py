@@ -244,19 +244,18 @@ def test_bad_input_is_refused_and_nothing_stored(dataset, db_url):
         assert status["responses"] == 1 and status["participants"] == 2
 
 
-def test_missing_dataset_and_bad_db_clear_errors(tmp_path, dataset):
+def test_missing_dataset_and_bad_db_clear_errors(tmp_path, dataset, python_m):
+    """The refusals of ``python -m experiment`` (forked from a warm server, tests/conftest.py: python_m; a real
+    interpreter runs the CLI in test_export_then_eval_stats_end_to_end)."""
     with pytest.raises(StudyError, match=r"task=.*nope: no such dataset folder"):
         open_study(tmp_path / "nope", design(), f"sqlite:///{tmp_path}/x.db")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    p = subprocess.run([sys.executable, "-m", "experiment", "serve", f"task={tmp_path / 'nope'}",
-                        f"db=sqlite:///{tmp_path}/x.db"], capture_output=True, text=True, cwd=tmp_path, env=env,
-                       timeout=120)
+    p = python_m("experiment", "serve", f"task={tmp_path / 'nope'}", f"db=sqlite:///{tmp_path}/x.db", cwd=tmp_path,
+                 env=env, timeout=120)
     assert p.returncode == 2 and p.stderr.startswith("error: task=") and "Traceback" not in p.stderr
-    p = subprocess.run([sys.executable, "-m", "experiment", "serve", f"task={dataset}", "design.n_practice=-1"],
-                       capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    p = python_m("experiment", "serve", f"task={dataset}", "design.n_practice=-1", cwd=tmp_path, env=env, timeout=120)
     assert p.returncode == 2 and "design.n_practice=-1" in p.stderr and "Traceback" not in p.stderr
-    p = subprocess.run([sys.executable, "-m", "experiment", "export", "db=nosuchdb://x", f"out={tmp_path}/o"],
-                       capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    p = python_m("experiment", "export", "db=nosuchdb://x", f"out={tmp_path}/o", cwd=tmp_path, env=env, timeout=120)
     assert p.returncode == 2 and p.stderr.startswith("error: db=nosuchdb://x") and "Traceback" not in p.stderr
     assert not (tmp_path / "x.db").exists()  # nothing created for a refused start
     # a changed design under the same study name is refused, not mixed into the old one

@@ -150,16 +150,17 @@ def test_every_mindset_dataset_follows_the_schema(name, tmp_path):
     assert not (tmp_path / "c").exists()
 
 
-def test_cli_lists_and_generates_mindset(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "tasks.generate", "--list"], capture_output=True, text=True, timeout=120)
+def test_cli_lists_and_generates_mindset(tmp_path, python_m):
+    """``python -m tasks.generate``: the listing and the refusal forked from a warm server (tests/conftest.py:
+    python_m), the generation in a new interpreter."""
+    r = python_m("tasks.generate", "--list", timeout=120)
     assert r.returncode == 0
     for name in MINDSET:
         assert f"{name}: " in r.stdout
     r = subprocess.run([sys.executable, "-m", "tasks.generate", "dataset=mindset/weber_law", f"out={tmp_path / 'w'}",
                         "preset=lite", "progress=false"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    r = subprocess.run([sys.executable, "-m", "tasks.generate", "dataset=mindset/weber_law", f"out={tmp_path / 'x'}",
-                        "canvas_size=5000"], capture_output=True, text=True, timeout=120)
+    r = python_m("tasks.generate", "dataset=mindset/weber_law", f"out={tmp_path / 'x'}", "canvas_size=5000", timeout=120)
     assert r.returncode == 2 and "canvas_size=5000 is out of range [32, 2048]" in r.stderr
     assert "Traceback" not in r.stderr
 

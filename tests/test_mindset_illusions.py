@@ -784,7 +784,8 @@ def test_thatcher_words_from_a_user_word_list(tmp_path):
                       progress=False)
 
 
-def test_cli_generates_an_illusion_and_reports_bad_input(tmp_path):
+def test_cli_generates_an_illusion_and_reports_bad_input(tmp_path, python_m):
+    """The generation in a new interpreter, the refusal forked from a warm server (tests/conftest.py: python_m)."""
     import subprocess
     import sys
 
@@ -792,6 +793,5 @@ def test_cli_generates_an_illusion_and_reports_bad_input(tmp_path):
                         "preset=lite", "n_scrambled=1"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert len(pd.read_parquet(tmp_path / "e" / "annotations.parquet")) == 1 + 2 * 4
-    r = subprocess.run([sys.executable, "-m", "tasks.generate", "dataset=mindset/tilt", f"out={tmp_path / 't'}",
-                        "radius=[0.5,0.1]"], capture_output=True, text=True, timeout=300)
+    r = python_m("tasks.generate", "dataset=mindset/tilt", f"out={tmp_path / 't'}", "radius=[0.5,0.1]", timeout=300)
     assert r.returncode == 2 and "radius=[0.5, 0.1]" in r.stderr and "Traceback" not in r.stderr

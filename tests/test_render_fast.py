@@ -15,6 +15,19 @@ from tests.conftest import random_scene
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(autouse=True)
+def _all_numba_threads():
+    """Every numba thread (NUMBA_NUM_THREADS) for these tests, as outside pytest-xdist: the xdist workers run
+    kernels on one thread (tests/conftest.py: pytest_configure), but the parallel kernels and the one-frame-per-
+    thread mode are checked here with real threads (splat_frames falls back to tiles on one thread)."""
+    import numba
+
+    before = numba.get_num_threads()
+    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    yield
+    numba.set_num_threads(before)
+
+
 def _cams():
     return [Camera(72, 40, 45.0, 47.0, 30.0, 22.5).looking_at([0.5, -3.0, 0.8], [0, 0, 0]),
             Camera.from_fov(50, 35, 80.0).looking_at([0.2, -1.2, 0.1], [0, 0, 0]),  # Gaussians around the camera

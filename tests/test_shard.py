@@ -68,11 +68,12 @@ def test_generate_merge_refuses_missing_or_damaged_jobs(tmp_path):
             write_dataset(out=tmp_path / "bad", shard=bad, **GEN)
 
 
-def test_generate_cli_takes_shard(tmp_path):
+def test_generate_cli_takes_shard(tmp_path, python_m):
+    """The refusal forked from a warm server (tests/conftest.py: python_m), the shards in new interpreters."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     base = [sys.executable, "-m", "tasks.generate", "dataset=degraded_polygons", f"out={tmp_path / 'o'}",
             "per_class=1", "size=32", "levels=[0.2]", "progress=false"]
-    r = subprocess.run(base + ["shard=5/2"], capture_output=True, text=True, env=env, cwd=ROOT)
+    r = python_m(*base[2:], "shard=5/2", env=env, cwd=ROOT)
     assert r.returncode == 2 and r.stderr.startswith("error: shard='5/2'") and "Traceback" not in r.stderr
     for s in ("0/2", "1/2", "merge/2"):
         subprocess.run(base + [f"shard={s}"], check=True, capture_output=True, env=env, cwd=ROOT)

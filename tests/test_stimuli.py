@@ -185,15 +185,16 @@ def test_bad_parameters_list_allowed_values(tmp_path):
         abutting_grating(_blob(), 4, "diagonal")
 
 
-def test_cli_list_generate_and_gallery(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "tasks.generate", "--list"], capture_output=True, text=True, timeout=120)
+def test_cli_list_generate_and_gallery(tmp_path, python_m):
+    """``python -m tasks.generate``: the listing and the refusal forked from a warm server (tests/conftest.py:
+    python_m), the generation in a new interpreter."""
+    r = python_m("tasks.generate", "--list", timeout=120)
     assert r.returncode == 0 and "degraded_polygons" in r.stdout and "abutting_silhouettes" in r.stdout
     assert "per_class = 100" in r.stdout
     r = subprocess.run([sys.executable, "-m", "tasks.generate", "dataset=degraded_polygons", f"out={tmp_path / 'p'}",
                         "per_class=2", "levels=[0.4]", "antialias=true"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    r = subprocess.run([sys.executable, "-m", "tasks.generate", "dataset=degraded_polygons", f"out={tmp_path / 'q'}",
-                        "levels=[2.0]"], capture_output=True, text=True, timeout=120)
+    r = python_m("tasks.generate", "dataset=degraded_polygons", f"out={tmp_path / 'q'}", "levels=[2.0]", timeout=120)
     assert r.returncode == 2 and "out of range" in r.stderr
     from tasks.gallery import write_gallery
 

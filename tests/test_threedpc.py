@@ -1,8 +1,6 @@
 """The 3D-PC builder: balance, splits, determinism, resume, independent label checks, config errors."""
 import json
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
@@ -162,9 +160,8 @@ def test_invalid_configs_fail_before_rendering(tmp_path):
     assert not (tmp_path / "x").exists(), "nothing written"
 
 
-def test_cli_rejects_bad_config_and_other_output(tmp_path, tiny):
-    r = subprocess.run([sys.executable, "-m", "tasks.threedpc", f"out={tmp_path / 'y'}", "preset=small", "settings=3"],
-                       capture_output=True, text=True, timeout=120)
+def test_cli_rejects_bad_config_and_other_output(tmp_path, tiny, python_m):
+    r = python_m("tasks.threedpc", f"out={tmp_path / 'y'}", "preset=small", "settings=3", timeout=120)
     assert r.returncode == 2 and "settings=3: must be even" in r.stderr
     with pytest.raises(ConfigError, match="different configuration"):
         build(config_from_dict({**TINY, "out": str(tiny), "seed": 1}), progress=False)
@@ -289,9 +286,9 @@ def test_prop_sizes_are_log_uniform_and_independent():
     assert abs(np.corrcoef(np.log(fb), np.log(fo))[0, 1]) < 0.05
 
 
-def test_contact_sheet_cli(tiny, tmp_path):
-    """``python -m tasks.threedpc.sheet``: n images per label, label 0 first, captions name label and sizes;
-    bad input → error and exit 2."""
+def test_contact_sheet_cli(tiny, tmp_path, python_m):
+    """``python -m tasks.threedpc.sheet`` (forked from a warm server, tests/conftest.py: python_m): n images per
+    label, label 0 first, captions name label and sizes; bad input → error and exit 2."""
     from tasks.threedpc.sheet import caption, contact_sheet, pick_images, read_rows
 
     md = read_rows(tiny)
@@ -301,11 +298,9 @@ def test_contact_sheet_cli(tiny, tmp_path):
     img = contact_sheet(tiny, "depth", "test", 3, cols=3, tile=32)
     assert img.dtype == np.uint8 and img.shape[1] == 3 * 32 and img.shape[0] % (32 + 14) == 0
     out = tmp_path / "s.png"
-    ok = subprocess.run([sys.executable, "-m", "tasks.threedpc.sheet", str(tiny), "--n", "2", "--tile", "32",
-                         "--out", str(out)], capture_output=True, text=True)
+    ok = python_m("tasks.threedpc.sheet", str(tiny), "--n", "2", "--tile", "32", "--out", str(out))
     assert ok.returncode == 0 and out.is_file(), ok.stderr
-    bad = subprocess.run([sys.executable, "-m", "tasks.threedpc.sheet", str(tmp_path / "nope"), "--out", str(out)],
-                         capture_output=True, text=True)
+    bad = python_m("tasks.threedpc.sheet", str(tmp_path / "nope"), "--out", str(out))
     assert bad.returncode == 2 and bad.stderr.startswith("error:") and "Traceback" not in bad.stderr
 
 
@@ -329,9 +324,10 @@ def test_contact_sheet_spreads_over_settings():
     assert any(p[p.vpt_label == 0].setting.nunique() < 3 for p in plain)
 
 
-def test_blind_contact_sheet_and_scoring(tiny, tmp_path):
+def test_blind_contact_sheet_and_scoring(tiny, tmp_path, python_m):
     """``--blind``: the same images shuffled, captions without labels, the key next to the PNG; ``--score``
-    counts a rater's right, wrong and unsure answers per label against it; bad answers → error, exit 2."""
+    counts a rater's right, wrong and unsure answers per label against it; bad answers → error, exit 2
+    (``python -m tasks.threedpc.sheet`` forked from a warm server, tests/conftest.py: python_m)."""
     import pandas as pd
 
     from tasks.threedpc.sheet import contact_sheet, pick_images, read_rows, score_answers
@@ -349,18 +345,15 @@ def test_blind_contact_sheet_and_scoring(tiny, tmp_path):
     assert res["wrong_tiles"] == [0] and res["unsure_tiles"] == [1]
     assert sum(res[f"label{y}"]["right"] for y in (0, 1)) == res["right"]
     out = tmp_path / "b.png"
-    run = subprocess.run([sys.executable, "-m", "tasks.threedpc.sheet", str(tiny), "--n", "3", "--tile", "32",
-                          "--blind", "--out", str(out)], capture_output=True, text=True)
+    run = python_m("tasks.threedpc.sheet", str(tiny), "--n", "3", "--tile", "32", "--blind", "--out", str(out))
     assert run.returncode == 0 and out.is_file(), run.stderr
     keyfile = tmp_path / "b.png.key.csv"
     assert pd.read_csv(keyfile).file_name.tolist() == key.file_name.tolist()
     ans.to_csv(tmp_path / "a.csv", index=False)
-    run = subprocess.run([sys.executable, "-m", "tasks.threedpc.sheet", str(tiny), "--score", str(tmp_path / "a.csv"),
-                          "--out", str(out)], capture_output=True, text=True)
+    run = python_m("tasks.threedpc.sheet", str(tiny), "--score", str(tmp_path / "a.csv"), "--out", str(out))
     assert run.returncode == 0 and '"wrong": 1' in run.stdout, run.stderr
     ans.assign(answer=7).to_csv(tmp_path / "bad.csv", index=False)
-    run = subprocess.run([sys.executable, "-m", "tasks.threedpc.sheet", str(tiny), "--score", str(tmp_path / "bad.csv"),
-                          "--key", str(keyfile)], capture_output=True, text=True)
+    run = python_m("tasks.threedpc.sheet", str(tiny), "--score", str(tmp_path / "bad.csv"), "--key", str(keyfile))
     assert run.returncode == 2 and run.stderr.startswith("error:") and "other than 0, 1" in run.stderr
 
 
