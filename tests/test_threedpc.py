@@ -543,7 +543,8 @@ def test_depth_only_settings_leave_the_vpt_settings_byte_identical(tiny, tmp_pat
     old = scene_dir(config_from_dict({**TINY, "out": str(tiny)}), scene, "train")
     for name in vpt_rows.file_name[vpt_rows.file_name != ""]:
         rel = name.split("hydrant_01/", 1)[1]
-        assert hashlib.sha256((tmp / rel).read_bytes()).digest() == hashlib.sha256((old / rel).read_bytes()).digest(), rel
+        same = hashlib.sha256((tmp / rel).read_bytes()).digest() == hashlib.sha256((old / rel).read_bytes()).digest()
+        assert same, rel
     ref = pd.read_parquet(old / "_labels.parquet")
     assert vpt_rows.file_name.tolist() == ref.file_name.tolist()  # (relative to the build folder)
     assert vpt_rows.observer_yaw_deg.tolist() == ref.observer_yaw_deg.tolist()

@@ -31,7 +31,8 @@ from ..placement import (CompositeOccluders, Placement, PlacementError, PropStyl
                          sample_placement, staged_scene)
 from infra.schema import validate_config, validate_section
 from .config import BuildConfig, ConfigError, upgrade_identity
-from .layout import DEPTH_ONLY, LABELS_FILE, VIEWS, load_build_scene, scene_dir, scene_dir_of, scene_rng  # noqa: F401 (re-exported)
+from .layout import (DEPTH_ONLY, LABELS_FILE, VIEWS, load_build_scene, scene_dir, scene_dir_of,  # noqa: F401
+                     scene_rng)  # (re-exported)
 
 
 def jittered_style(style: PropStyle, rng: np.random.Generator, jitter: float, observer_min: float = 0.0) -> PropStyle:
@@ -160,7 +161,8 @@ def viewer_arc(scene, placement: Placement, rng: np.random.Generator, cfg: Build
     sweep = cfg.arc_deg * rng.uniform(0.8, 1.2) * rng.choice([-1.0, 1.0])
     if vpt and cfg.vpt_arc_deg is not None:
         lo, hi = scene.object_bounds
-        centre, sweep = line_facing_azimuth(placement, (np.asarray(lo[:2]) + hi[:2]) / 2), sweep * cfg.vpt_arc_deg / cfg.arc_deg
+        centre = line_facing_azimuth(placement, (np.asarray(lo[:2]) + hi[:2]) / 2)
+        sweep *= cfg.vpt_arc_deg / cfg.arc_deg
     return dataclasses.replace(
         ref, target=target, start_deg=float(centre - sweep / 2), sweep_deg=float(sweep), closed=False, radius=radius,
         height=float(ref.height + rng.uniform(-cfg.height_jitter, cfg.height_jitter)),

@@ -511,8 +511,8 @@ def validate(cfg: BuildConfig) -> None:
     if cfg.frame_margin >= 0.4:
         raise ConfigError(f"frame_margin={cfg.frame_margin}: must be < 0.4 (props this far inside each border)")
     if cfg.vpt_arc_deg is not None and not cfg.depth_settings:
-        raise ConfigError(f"vpt_arc_deg={cfg.vpt_arc_deg}: needs depth_settings > 0 (the VPT frames are the depth task's "
-                          "too otherwise, and its depth order must flip along the bisector arc)")
+        raise ConfigError(f"vpt_arc_deg={cfg.vpt_arc_deg}: needs depth_settings > 0 (the VPT frames are the depth "
+                          "task's too otherwise, and its depth order must flip along the bisector arc)")
     if cfg.depth_settings and cfg.placement_design == "legacy":
         raise ConfigError(f"depth_settings={cfg.depth_settings}: needs placement_design=matched (depth-only props are "
                           "drawn as the matched design draws them); use depth_settings=0 with the legacy design")

@@ -13,7 +13,8 @@ from .config import BuildConfig
 
 VIEWS = ("vpt", "depth", "vpt_strategy", "human")  # ImageFolder views assemble() builds (folders under out/)
 LABELS_FILE = "_labels.parquet"
-DEPTH_ONLY = "depth_only"  # ``requested`` and ``pair_role`` of a depth-only setting's frames (BuildConfig.depth_settings)
+# ``requested`` and ``pair_role`` of a depth-only setting's frames (BuildConfig.depth_settings)
+DEPTH_ONLY = "depth_only"
 
 
 def scene_key(name: str) -> str:

@@ -158,7 +158,8 @@ def shortcut_cues(df):
     Layout: ``prop_distance`` (3D, m), ``screen_separation`` (projected centres, pixels / image width),
     ``object_between`` (1 when the segment between the props' projected centres meets the object's image
     box), ``props_midpoint_offset`` (horizontal distance of the props' projected midpoint from the centre of
-    the object's image box, in box widths: near 0 when the object sits between them, as when it blocks the line), ``observer_u/v``, ``ball_u/v`` (projected centres / image size), ``height_diff`` (observer_v −
+    the object's image box, in box widths: near 0 when the object sits between them, as when it blocks the
+    line), ``observer_u/v``, ``ball_u/v`` (projected centres / image size), ``height_diff`` (observer_v −
     ball_v: > 0 when the ball is higher in the image), ``ball_object_distance`` / ``observer_object_distance``
     (ground-plane distance from the object's centre, m), ``ball_z`` / ``observer_z`` (heights, m),
     ``viewer_distance`` (viewer to object centre, m).
@@ -695,8 +696,9 @@ def audit_markdown(table, cfg: AuditConfig) -> str:
                      f"| {gate} | {ok} |")
     if len(contrast):
         lo, hi = cfg.vpt_auc_low, cfg.vpt_auc_high
-        lines += ["", f"VPT contrasts (reported, not gated; `contrast_auc` rows of shortcut_audit.csv): single cues "
-                  f"on the visible frames against one kind of not-visible frame, those outside [{lo:.2f}, {hi:.2f}]:", ""]
+        lines += ["", "VPT contrasts (reported, not gated; `contrast_auc` rows of shortcut_audit.csv): single cues "
+                  "on the visible frames against one kind of not-visible frame, those outside "
+                  f"[{lo:.2f}, {hi:.2f}]:", ""]
         for kind in CONTRASTS:
             part = contrast[contrast.name.str.endswith(f":{kind}")]
             far = part[(part.value < lo) | (part.value > hi)]
