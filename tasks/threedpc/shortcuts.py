@@ -483,10 +483,7 @@ def audit_task(df, task: str, cfg: AuditConfig, pixels: np.ndarray | None = None
 
     joint = [c for c in cue_names if c not in TASK_CUES.get(task, ())
              and not (task == "vpt" and c in ORIENTATION and cfg.vpt_orientation_max is None)]
-    x = df[joint].to_numpy(float)
-    med = np.nanmedian(x[tr], axis=0)
-    med = np.where(np.isfinite(med), med, 0.0)
-    x = np.where(np.isfinite(x), x, med)
+    x = train_median_filled(df[joint].to_numpy(float), tr)
     pred = logreg_fit_predict(x[tr], y[tr], x[te], C=1.0, seed=cfg.seed)
     rows.append(acc_row("cue_logreg", f"{len(joint)}_cues", pred, "logistic regression on " + ", ".join(joint)))
 
@@ -540,15 +537,20 @@ def contrast_rows(df, y, clusters, counts, cue_names, cfg: AuditConfig) -> list[
     return rows
 
 
+def train_median_filled(x: np.ndarray, tr: np.ndarray) -> np.ndarray:
+    """``x`` (n, d) with every missing value (NaN) replaced by its column's median over the training rows
+    ``tr`` (0 for a column with none there): the joint models' imputation, fitted on train only."""
+    med = np.nanmedian(np.where(np.isfinite(x[tr]), x[tr], np.nan), axis=0) if tr.any() else np.zeros(x.shape[1])
+    return np.where(np.isfinite(x), x, np.where(np.isfinite(med), med, 0.0))
+
+
 def tree_fit_predict(x, y, tr, te, seed: int = 0) -> tuple[np.ndarray, str]:
     """A two-level decision tree (three threshold tests at most: the simplest rule that can treat two kinds of
     negative apart) on the cues ``x`` (DataFrame; NaN → the train median), fitted on ``tr``, predicting ``te``;
     and the tree as text (``cue <= t ? (...) : (...)``)."""
     from sklearn.tree import DecisionTreeClassifier
 
-    a = x.to_numpy(float)
-    med = np.nanmedian(a[tr], axis=0)
-    a = np.where(np.isfinite(a), a, np.where(np.isfinite(med), med, 0.0))
+    a = train_median_filled(x.to_numpy(float), tr)
     t = DecisionTreeClassifier(max_depth=2, min_samples_leaf=5, random_state=seed).fit(a[tr], y[tr])
     s = t.tree_
 
