@@ -58,7 +58,7 @@ import pandas as pd
 from infra import schema as S
 from infra.cli import REQUIRED
 
-from .results_3dpc_page import COST_COLUMNS, COST_KIND, DEVIATIONS, PLAN, read_cost, write_page  # noqa: F401 (re-exported)
+from .results_3dpc_page import COST_COLUMNS, COST_KIND, DEVIATIONS, PLAN, read_cost, refresh_validity, write_page  # noqa: F401 (re-exported)
 from .runner import Method, SeedResult, run_method
 
 
@@ -820,6 +820,17 @@ class PageOptions:
                                 "no-network baselines, its shortcut audit)")
 
 
+@dataclass(frozen=True)
+class ValidityOptions:
+    """``python -m eval.results_3dpc validity``: the page's validity section alone (:func:`refresh_validity`)."""
+
+    page: str = S.field("docs/results.md", "the results page to update (its validity_sweep.md beside it)")
+
+
+def _validity_job(o: ValidityOptions) -> str:
+    return f"rewrote the validity section of {refresh_validity(o.page)}"
+
+
 def _run_job(o: RunOptions) -> str:
     if not Path(o.build).is_dir():
         raise ExperimentError(f"build={o.build}: no such folder (a 3D-PC build: python -m tasks.threedpc out=...)")
@@ -853,12 +864,14 @@ COMMANDS = {  # name -> (settings, job, what it does, its usage line)
              "build=<build> results=<folder> [model=<id>] [sizes=[...]] | build_time=<time -v report>"),
     "page": (PageOptions, _page_job, "the results page and its figures from a results folder",
              "results=<folder> [out=docs/results.md] [img=<folder>]"),
+    "validity": (ValidityOptions, _validity_job, "the page's validity section alone, from validity_sweep.md beside it",
+                 "[page=docs/results.md]"),
 }
 PROG = "python -m eval.results_3dpc"
 USAGE = f"""usage: {PROG} <command> [key=value ...]
 
 commands:
-""" + "\n".join(f"  {name:<5} {what}\n        {line}" for name, (_, _, what, line) in COMMANDS.items()) + f"""
+""" + "\n".join(f"  {name:<8} {what}\n        {line}" for name, (_, _, what, line) in COMMANDS.items()) + f"""
 
 {PROG} <command> --help lists the command's settings with their defaults. A list is [a,b] or a,b.
 Deprecated (removed in the next release): the option spellings of the first release, --build <build>

@@ -737,10 +737,21 @@ def validity_section(sweep_md: Path, page_dir: Path) -> str:
     cells = [[c.strip() for c in row.strip().strip("|").split("|")] for row in table]
     cols, rows = cells[0], [r for r in cells[2:] if len(r) == len(cells[0])]
     if "result" in cols and "config" in cols:
+        if "validated range" in cols:  # the builder refuses the configurations outside its validated range
+            rng = cols.index("validated range")
+            outside = [r for r in rows if r[rng] != "inside"]
+            rows = [r for r in rows if r[rng] == "inside"]
+            if outside:
+                bad = [r[cols.index("config")] for r in outside if "FAIL" in r[cols.index("result")]]
+                head += (f"The builder refuses options outside its validated range unless `allow_unvalidated=true` "
+                         f"(`tasks.threedpc.config.outside_validated_range`; {len(outside)} sweep configurations lie "
+                         f"outside it, {len(bad)} of which {'fails' if len(bad) == 1 else 'fail'}: {', '.join(bad) or 'none'}; the sweep page says "
+                         "why).\n\n")
         failed = [r for r in rows if "FAIL" in r[cols.index("result")]]
         where = cols.index("smallest margin (figure)") if "smallest margin (figure)" in cols else None
         noisy = [r[cols.index("config")] for r in rows if "not enforced" in r[cols.index("result")] and r not in failed]
-        verdict = (f"**{len(rows) - len(failed)} of {len(rows)} configurations pass.**"
+        scope = " inside the validated range" if "validated range" in cols else ""
+        verdict = (f"**{len(rows) - len(failed)} of {len(rows)} configurations{scope} pass.**"
                    + ("" if not noisy else f" In {len(noisy)} of them ({', '.join(noisy)}) a figure lies outside its "
                       "gate with a 95% CI that still includes chance, so it is not enforced (`audit.beyond_chance`).")
                    + ("" if not failed else " Failing: " + "; ".join(
@@ -894,6 +905,29 @@ def two_level_text(base: pd.DataFrame) -> str:
         "props) makes it far stronger (docs/validity_sweep.md, \"two-level rules\"). The accuracy of each depth "
         "row by where the observer looks is in \"Accuracy by VPT reason\".\n\n")
     return "".join(out)
+
+
+VALIDITY_HEADING = "## Validity across build configurations\n\n"
+
+
+def refresh_validity(page_md) -> Path:
+    """Rewrite only the validity section of an existing results page (``page_md``) from the sweep's page beside
+    it (``validity_sweep.md``, :func:`validity_section`), keeping every other byte: the sweep is rebuilt
+    independently of the model runs, and regenerating the whole page needs their results folder."""
+    from infra.files import atomic_write_text
+
+    page_md = Path(page_md)
+    if not page_md.is_file():
+        raise FileNotFoundError(f"page={page_md}: no such file (write it first: python -m eval.results_3dpc page)")
+    text = page_md.read_text()
+    start = text.find(VALIDITY_HEADING)
+    end = text.find("\n## ", start + len(VALIDITY_HEADING)) if start >= 0 else -1
+    if start < 0 or end < 0:
+        raise ValueError(f"page={page_md}: no section {VALIDITY_HEADING.strip()!r} followed by another '## ' "
+                         "section (a page written by python -m eval.results_3dpc page has one)")
+    body = validity_section(page_md.parent / "validity_sweep.md", page_md.parent)
+    atomic_write_text(page_md, text[:start + len(VALIDITY_HEADING)] + body + text[end + 1:])
+    return page_md
 
 
 def write_page(results, out_md, img_dir=None, n_boot: int = 10_000, build=None) -> Path:
@@ -1109,7 +1143,7 @@ def write_page(results, out_md, img_dir=None, n_boot: int = 10_000, build=None) 
     p.append("\nPaired sign-flip randomisation tests (10,000 sign patterns, exact up to 16 units; two-sided) of the "
              "mean per-unit accuracy difference over the units both sides share (placements; VPT-Strategy: scenes; "
              "seeds pooled); 'vs chance' compares each unit's accuracy with 0.5.\n\n")
-    p.append("## Validity across build configurations\n\n")
+    p.append(VALIDITY_HEADING)
     p.append(validity_section(out_md.parent / "validity_sweep.md", out_md.parent))
     p.append("## Why our setting differs from the paper's\n\n")
     for c in CONTEXT:

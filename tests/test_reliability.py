@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 POLY = {"per_class": 4, "levels": [0.3], "classes": ["triangle", "square"]}
 SMALL = dict(scenes=["hydrant_01", "couch_03"], settings=2, frames=4, size=48, val_settings=0, human_n=0,
-             strategy_steps=4, workers=1)
+             strategy_steps=4, workers=1,
+             allow_unvalidated=True)  # settings=2: one not-visible setting per scene, no facing-away share
 
 
 def _dead_pid() -> int:
@@ -223,6 +224,11 @@ def test_3dpc_overwrite_keeps_foreign_files(small3d, tmp_path):
     new = json.loads((small3d / "manifest.json").read_text())
     assert new["seed"] == 5
     assert not any((small3d / f).exists() for f in old - set(new["images"]))
+    # settings=2 lies outside the validated range (no facing-away setting): built only with allow_unvalidated,
+    # and both the manifest and the summary say so
+    assert [o.split(":")[0] for o in new["outside_validated_range"]] == [
+        "out_of_view_fraction=0.4 makes 0 of the 1 not-visible settings per scene face away (0.00), outside [0.33, 0.60]"]
+    assert "**Outside the validated range**" in (small3d / "summary.md").read_text()
 
 
 # ------------------------------------------------------------------- 6. verify

@@ -537,6 +537,14 @@ def test_validity_section_counts_passing_configurations(tmp_path):
             "still includes chance, so it is not enforced (`audit.beyond_chance`). Failing: b (-0.05 (depth ball_v)).") in out
     assert "| b | **FAIL** (1) |" in out and "| x |" not in out
     assert "not in" in validity_section(tmp_path / "absent.md", tmp_path)
+    # with the builder's validated range (issue 35.4): the counts are over the configurations inside it, and the
+    # ones outside are named with their result
+    md.write_text("| config | validated range | result | smallest margin (figure) |\n|---|---|---|---|\n"
+                  "| a | inside | PASS | +0.03 (vpt pixels) |\n| b | outside: frames=2 | **FAIL** (1) | -0.05 (vpt x) |\n"
+                  "| d | outside: frames=2 | PASS | +0.01 (vpt x) |\n| c | inside | PASS | +0.02 (vpt y) |\n")
+    out = validity_section(md, tmp_path)
+    assert "**2 of 2 configurations inside the validated range pass.**" in out and "Failing" not in out
+    assert "2 sweep configurations lie outside it, 1 of which fails: b" in out and "| d | outside: frames=2 |" in out
 
 
 def test_verdict_on_fine_tuned_depth_order_against_humans():
@@ -553,3 +561,27 @@ def test_verdict_on_fine_tuned_depth_order_against_humans():
     v = v[v["claim"] == "fine-tuned depth order above humans"].set_index("observer")
     assert v.loc["A", "holds"] == "yes" and "0.840 [0.800, 0.880] (R1)" in v.loc["A", "evidence"]
     assert v.loc["B", "holds"] == "no" and v.loc["C", "holds"] == NOT_RUN
+
+
+def test_refresh_validity_rewrites_only_the_validity_section(tmp_path, capsys):
+    """``python -m eval.results_3dpc validity``: the sweep is rebuilt without the model runs, so the page's
+    validity section is rewritten from validity_sweep.md beside it and every other byte is kept; a page without
+    the section is refused with its name, and the file is left as it was."""
+    from eval.results_3dpc import main
+    from eval.results_3dpc_page import VALIDITY_HEADING, validity_section
+
+    page, sweep = tmp_path / "results.md", tmp_path / "validity_sweep.md"
+    sweep.write_text("| config | result | smallest margin (figure) |\n|---|---|---|\n| a | PASS | +0.03 (vpt pixels) |\n")
+    before, after = "# Results\n\n## Tests\n\nrow R1\n\n", "## Why our setting differs\n\ntext R2\n"
+    page.write_text(before + VALIDITY_HEADING + "old table\n\n" + after)
+    assert main(["validity", f"page={page}"]) == 0
+    assert page.read_text() == before + VALIDITY_HEADING + validity_section(sweep, tmp_path) + after
+    assert "**1 of 1 configurations pass.**" in page.read_text()
+    bare = tmp_path / "bare.md"
+    bare.write_text("# Results\n")
+    with pytest.raises(SystemExit) as stop:
+        main(["validity", f"page={bare}"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: page=") and "bare.md: no section '## Validity across build configurations'" in err
+    assert len(err.splitlines()) == 1 and bare.read_text() == "# Results\n"

@@ -1,4 +1,5 @@
 """The 3D-PC builder: balance, splits, determinism, resume, independent label checks, config errors."""
+import dataclasses
 import json
 import shutil
 
@@ -7,6 +8,7 @@ import pandas as pd
 import pytest
 
 from tasks.threedpc import ConfigError, build, config_from_dict
+from tasks.threedpc.config import outside_validated_range
 
 from tests.conftest import TINY_3DPC as TINY
 
@@ -215,7 +217,7 @@ def test_build_restoring_the_legacy_placement_fails_the_shortcut_audit(tmp_path)
     legacy = {"scenes": ["hydrant_01", "car_01", "plant_01", "hydrant_03", "car_03"], "settings": 8, "frames": 3,
               "size": 48, "human_n": 0, "strategy_steps": 6, "workers": 1, "placement_design": "legacy",
               "out_of_view_fraction": 0.0, "ball_size_range": [0.8, 1.2], "observer_size_range": [0.8, 1.2], "height_jitter": 0.25, "val_holdout": "setting",
-              "audit": {"min_placements": 20, "bootstrap": 100}}
+              "audit": {"min_placements": 20, "bootstrap": 100}, "allow_unvalidated": True}
     out = tmp_path / "legacy"
     with pytest.raises(ShortcutAuditFailed, match="prop_distance"):
         build(config_from_dict({**legacy, "out": str(out)}), progress=False)
@@ -455,6 +457,41 @@ def test_use_idle_cores_only_for_the_last_running_job(monkeypatch):
         assert numba.get_num_threads() == 1
     finally:
         numba.set_num_threads(before)
+
+
+# ------------------------------------------------------------------- the validated range (issue 35.4, 29 Nov)
+@pytest.mark.parametrize("option, value, field", [
+    ("frames", 2, "frames=2 is below 3"),
+    ("out_of_view_fraction", 0.2, "out_of_view_fraction=0.2 makes 1 of the 5 not-visible settings per scene face "
+                                  "away (0.20), outside [0.33, 0.60]"),
+    ("out_of_view_fraction", 0.7, "out_of_view_fraction=0.7 makes 4 of the 5"),
+    ("placement_design", "legacy", "placement_design=legacy"),
+])
+def test_builder_refuses_options_outside_the_validated_range(tmp_path, option, value, field):
+    """Options outside the range over which every validity-sweep configuration passed its shortcut audit are
+    refused before anything is written, with one line naming the field, its value and the way out; with
+    ``allow_unvalidated`` the config is accepted and its identity (what is rendered) is unchanged."""
+    base = {**TINY, "settings": 10, "out": str(tmp_path / "x")}
+    with pytest.raises(ConfigError) as err:
+        config_from_dict({**base, option: value})
+    msg = str(err.value)
+    assert msg.startswith(field) and "allow_unvalidated=true" in msg and "docs/validity_sweep.md" in msg
+    assert "\n" not in msg and not (tmp_path / "x").exists()
+    cfg = config_from_dict({**base, option: value, "allow_unvalidated": True})
+    assert outside_validated_range(cfg)[0].startswith(field)
+    assert cfg.identity() == dataclasses.replace(cfg, allow_unvalidated=False).identity()
+
+
+def test_validated_range_holds_the_defaults_and_counts_facing_away_as_the_builder_does():
+    """The defaults (50 frames, 0.4 facing away), the small preset and the sweep's settings are inside; the
+    share is taken after the builder's rounding: 0.3, 0.4 and 0.5 of 5 not-visible settings all give 2."""
+    from tasks.threedpc.config import FACING_AWAY_SHARE, compose_config, facing_away_settings
+
+    assert not outside_validated_range(compose_config(["scenes=[hydrant_01,hydrant_03]", "out=x"]))
+    assert not outside_validated_range(compose_config(["preset=small", "out=x"]))
+    assert [facing_away_settings(10, f) for f in (0.2, 0.3, 0.4, 0.5, 0.6)] == [1, 2, 2, 2, 3]
+    assert [facing_away_settings(s, 0.4) for s in (4, 12, 16)] == [1, 2, 3]  # 0.5, 0.33, 0.375: inside
+    assert FACING_AWAY_SHARE[0] <= 2 / 6 and 3 / 5 <= FACING_AWAY_SHARE[1]
 
 
 # ---------------------------------------------------------------------- depth-only settings (issue 35, 29 Nov)

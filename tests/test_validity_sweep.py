@@ -38,6 +38,11 @@ def test_every_configuration_is_a_valid_build_with_enough_test_placements_for_en
             assert getattr(cfg, k) == v, (c["name"], k)
         if cfg.depth_settings:  # the depth task's own placements: enough test ones for its gates too
             assert splits.count("test") * cfg.depth_settings >= AuditConfig().min_placements, c["name"]
+        # outside the builder's validated range: built with allow_unvalidated (the sweep shows why it refuses)
+        assert cfg.allow_unvalidated == bool(sweep.outside_range(c)), c["name"]
+    outside = {c["name"]: sweep._range_cell(c) for c in sweep.CONFIGS if sweep.outside_range(c)}
+    assert outside["last5_f2"] == "outside: frames=2" and outside["oov20"] == "outside: out_of_view_fraction=0.2"
+    assert "base" not in outside and "oov60" not in outside and "last5_f3" not in outside
     assert any(c["design"] for c in sweep.CONFIGS) and any(not c["design"] for c in sweep.CONFIGS)
     # a whole-grid design variant (--design): every default-design configuration composes with its options
     for name, options in sweep.DESIGNS.items():
@@ -79,13 +84,17 @@ def test_margins_and_the_report_say_which_configuration_fails_and_by_how_much():
     assert m["good", "prop_distance"] == pytest.approx(0.10) and m["good", "lens_points_at_ball_2d"] == pytest.approx(0.05)
     assert m["bad", "prop_distance"] == pytest.approx(-0.05) and m["bad", "lens_points_at_ball_2d"] == pytest.approx(-0.09)
     base = {"subset": "first5_01", "settings": 10, "frames": 2, "seed": 0, "size": 256, "oov": None}
-    records = {n: {"config": {**base, "name": n}, "cpu_s": 1.0, "splits": {"train": 10, "test": 10}, "oov": 0.2,
-                   "facing_away_share": 0.12} for n in ("good", "bad")}
+    records = {n: {"config": {**base, "name": n, "frames": f}, "cpu_s": 1.0, "splits": {"train": 10, "test": 10},
+                   "oov": 0.4, "facing_away_share": 0.24} for n, f in (("good", 4), ("bad", 2))}
     md = sweep.markdown(rows, records, ["--out", "x"])
     lines = md.splitlines()
     good = next(x for x in lines if x.startswith("| good |"))
     bad_line = next(x for x in lines if x.startswith("| bad |"))
     assert "PASS" in good and "+0.050 (vpt lens_points_at_ball_2d)" in good
+    # the builder's validated range: its own column, and the verdict counts only the configurations inside it
+    assert "| default | inside |" in good and "| default | outside: frames=2 |" in bad_line
+    assert ("**1 of 1 configurations inside the validated range pass.** Outside it (1, built with "
+            "`allow_unvalidated=true`): bad fails.") in md
     assert "**FAIL** (2) (1 outside but not enforced)" in bad_line and "-0.090 (vpt lens_points_at_ball_2d)" in bad_line  # the pixel row: not enforced
     dist = next(x for x in lines if x.startswith("| vpt | rule | lens_points_at_ball_2d |"))
     assert "| 0.600 | 0.670 | 0.740 | -0.090 | bad | 1 |" in dist

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ..labels import LABEL_RULE_VERSION
-from .config import BuildConfig, ConfigError
+from .config import BuildConfig, ConfigError, outside_validated_range
 from .layout import DEPTH_ONLY, LABELS_FILE, VIEWS, scene_dir_of, scene_rng
 
 
@@ -223,6 +223,9 @@ def _write_tables(cfg: BuildConfig, out: Path, df, rejections: dict, captures: d
         "rejected_placements": {"total": _total(rejections), "by_scene": rejections},
         "images": {str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest() for p in images},
     }
+    outside = outside_validated_range(cfg)
+    if outside:  # built with allow_unvalidated=true: say so where every user of the build looks
+        manifest["outside_validated_range"] = outside
     if captures:  # scene files: which file (sha256) and how it was placed in the canonical frame
         manifest["captures"] = captures
     if selection and (sum(selection["dropped"].values()) or "unmet" in selection):
@@ -336,6 +339,11 @@ def summary_markdown(cfg: BuildConfig, df, counts: dict, rejections: dict | None
     lines = ["# 3D-PC build summary", "",
              f"Scenes: {len(cfg.scenes)} (seed {cfg.seed}, label rules v{LABEL_RULE_VERSION}); "
              f"{len(basic)} basic-task frames rendered, {int(basic.keep.sum())} kept.", ""]
+    outside = outside_validated_range(cfg)
+    if outside:
+        lines += ["**Outside the validated range** (built with `allow_unvalidated=true`; the validity sweep, "
+                  "docs/validity_sweep.md, passed its shortcut audit only inside it):", "",
+                  *[f"- {o}" for o in outside], ""]
     lines += ["## Images per task, split and label", "", "| task | split | label 0 | label 1 |", "|---|---|---|---|"]
     for task in ("vpt", "depth", "vpt_strategy"):
         splits = sorted({k.split("/")[0] for k in counts[task]})

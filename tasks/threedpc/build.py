@@ -30,7 +30,7 @@ from ..labels import aperture_label, aperture_labels, label_frame, raycast_visib
 from ..placement import (CompositeOccluders, Placement, PlacementError, PropStyle, make_props, sample_matched_settings,
                          sample_placement, staged_scene)
 from infra.schema import validate_config, validate_section
-from .config import BuildConfig, ConfigError, upgrade_identity
+from .config import BuildConfig, ConfigError, facing_away_settings, upgrade_identity
 from .layout import (DEPTH_ONLY, LABELS_FILE, VIEWS, load_build_scene, scene_dir, scene_dir_of,  # noqa: F401
                      scene_rng)  # (re-exported)
 
@@ -213,7 +213,7 @@ def scene_placements(cfg: BuildConfig, scene, rng: np.random.Generator) -> tuple
     reason. Settings alternate VPT-visible / not-visible (occluded, or facing away for
     ``out_of_view_fraction`` of them); ``placement_design`` chooses how they are drawn (tasks/placement.py)."""
     n_half = cfg.settings // 2
-    n_oov = int(round(n_half * cfg.out_of_view_fraction))
+    n_oov = facing_away_settings(cfg.settings, cfg.out_of_view_fraction)
     negatives = ["out_of_view"] * n_oov + ["occluded"] * (n_half - n_oov)
     rng.shuffle(negatives)
     outcomes = [x for pair in zip(["visible"] * n_half, negatives, strict=True) for x in pair]  # visible, not, …
