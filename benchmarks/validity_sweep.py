@@ -282,6 +282,36 @@ def _reassembly_lines(records: dict) -> list[str]:
             "original build's.", ""]
 
 
+OUTSIDE_HEADING = "### Outside the validated range"
+CONFIG_COLUMNS = ("config", "scene subset", "settings", "frames", "seed", "size",
+                  "out_of_view_fraction (facing-away share of VPT images)", "design options", "validated range",
+                  "scenes (train/val/test)", "test placements", "depth items (cue-matching dropped)", "build CPU-s",
+                  "result", "smallest margin (figure)")
+
+
+def _config_table(rows, records: dict, names: list[str]) -> list[str]:
+    """The configurations table (Markdown lines) of ``names``: options, sizes, cost, pass/fail, smallest margin."""
+    lines = ["| " + " | ".join(CONFIG_COLUMNS) + " |", "|" + "---|" * len(CONFIG_COLUMNS)]
+    for n in names:
+        r = rows[rows.config == n]
+        c = records[n]["config"]
+        counts = records[n].get("splits", {})
+        outside = r[r.passed.fillna(True).eq(False)]
+        fail = outside[outside.enforced.fillna(False)]
+        noise = len(outside) - len(fail)
+        worst = r.loc[r.margin.idxmin()]
+        tp = int(r[r.scored_on == "test"].n_placements.max())
+        lines.append(f"| {n} | {c['subset']} | {c['settings']} | {c['frames']} | {c['seed']} | {c['size']} | "
+                     f"{records[n]['oov']} ({records[n]['facing_away_share']:.3f}) | "
+                     f"{' '.join(f'{k}={v}' for k, v in sorted(c.get('design', {}).items())) or 'default'} | "
+                     f"{_range_cell(c)} | {sum(counts.values())} ({counts.get('train', 0)}/{counts.get('val', 0)}/{counts.get('test', 0)}) | {tp} | "
+                     f"{records[n].get('depth_items', ('', ''))[0]} ({records[n].get('depth_items', ('', ''))[1]}) | "
+                     f"{records[n].get('cpu_s', '')} | {'PASS' if not len(fail) else f'**FAIL** ({len(fail)})'}"
+                     f"{f' ({noise} outside but not enforced)' if noise else ''} "
+                     f"| {worst.margin:+.3f} ({worst.task} {worst['name']}) |")
+    return lines
+
+
 def failing(rows) -> list[str]:
     """Configurations with a figure outside its gate and enforced, in table order."""
     bad = rows[rows.passed.fillna(True).eq(False) & rows.enforced.fillna(False).astype(bool)]
@@ -327,39 +357,30 @@ def markdown(rows, records: dict, argv: list[str], orient=None, rep=None, grid=N
              f"[{FACING_AWAY_SHARE[0]:.2f}, {FACING_AWAY_SHARE[1]:.2f}] after rounding) unless `allow_unvalidated=true`; "
              "the sweep builds the configurations outside it with that flag, to show why they are refused. "
              + _range_verdict(rows, records), "",
-             "| config | scene subset | settings | frames | seed | size | out_of_view_fraction (facing-away share of VPT images) | design options | validated range | scenes (train/val/test) | test placements | depth items (cue-matching dropped) | build CPU-s | result | smallest margin (figure) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for n in names:
-        r = rows[rows.config == n]
-        c = records[n]["config"]
-        counts = records[n].get("splits", {})
-        outside = r[r.passed.fillna(True).eq(False)]
-        fail = outside[outside.enforced.fillna(False)]
-        noise = len(outside) - len(fail)
-        worst = r.loc[r.margin.idxmin()]
-        tp = int(r[r.scored_on == "test"].n_placements.max())
-        lines.append(f"| {n} | {c['subset']} | {c['settings']} | {c['frames']} | {c['seed']} | {c['size']} | "
-                     f"{records[n]['oov']} ({records[n]['facing_away_share']:.3f}) | "
-                     f"{' '.join(f'{k}={v}' for k, v in sorted(c.get('design', {}).items())) or 'default'} | "
-                     f"{_range_cell(c)} | {sum(counts.values())} ({counts.get('train', 0)}/{counts.get('val', 0)}/{counts.get('test', 0)}) | {tp} | "
-                     f"{records[n].get('depth_items', ('', ''))[0]} ({records[n].get('depth_items', ('', ''))[1]}) | "
-                     f"{records[n].get('cpu_s', '')} | {'PASS' if not len(fail) else f'**FAIL** ({len(fail)})'}"
-                     f"{f' ({noise} outside but not enforced)' if noise else ''} "
-                     f"| {worst.margin:+.3f} ({worst.task} {worst['name']}) |")
+             *_config_table(rows, records, [n for n in names if not outside_range(records[n]["config"])])]
+    beyond = [n for n in names if outside_range(records[n]["config"])]
+    if beyond:
+        lines += ["", OUTSIDE_HEADING, "",
+                  "Refused by the builder unless `allow_unvalidated=true` (built with it here, to show why; the "
+                  "`validated range` column names the fields outside it).", "",
+                  *_config_table(rows, records, beyond)]
     missing = [c["name"] for c in (CONFIGS if grid is None else grid) if c["name"] not in names]
     if missing:
         lines += ["", f"Not built yet (the same command resumes them): {', '.join(missing)}."]
     lines += ["", "## Every gated figure over the configurations", "",
-              "min / median / max over the configurations, the smallest margin and in which configuration.", "",
-              "| task | kind | figure | gate | min | median | max | smallest margin | where | failures |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
+              "min / median / max over the configurations inside the validated range, the smallest margin and in "
+              "which configuration; the last column counts the failures of the configurations outside it.", "",
+              "| task | kind | figure | gate | min | median | max | smallest margin | where | failures | failures outside the range |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
     key = ["task", "kind", "name"]
-    for (task, kind, name), g in rows.groupby(key, sort=False):
+    fails = rows.passed.fillna(True).eq(False) & rows.enforced.fillna(False).astype(bool)
+    for (task, kind, name), g in rows[~rows.config.isin(beyond)].groupby(key, sort=False):
         w = g.loc[g.margin.idxmin()]
-        nfail = int((g.passed.fillna(True).eq(False) & g.enforced.fillna(False)).sum())
+        nfail = int(fails[g.index].sum())
+        sel = rows.config.isin(beyond) & (rows.task == task) & (rows.kind == kind) & (rows["name"] == name)
         lines.append(f"| {task} | {kind} | {name} | [{g.gate_low.iloc[0]:.2f}, {g.gate_high.iloc[0]:.2f}] | "
                      f"{g.value.min():.3f} | {np.median(g.value):.3f} | {g.value.max():.3f} | {w.margin:+.3f} | "
-                     f"{w.config} | {nfail} |")
+                     f"{w.config} | {nfail} | {int(fails[sel].sum())} |")
     if orient is not None and len(orient):
         lines += ["", "## Reported, not gated: the 2D orientation cue (VPT)", "",
                   "\"The lens axis points within N° of the ball in the image → visible\" (N fitted on train, test "

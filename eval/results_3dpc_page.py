@@ -713,52 +713,79 @@ def _in_page_order(df: pd.DataFrame) -> pd.DataFrame:
     return df.loc[key.sort_values(["t", "m", "p", "o", "s"]).index].reset_index(drop=True)
 
 
+OUTSIDE_HEADING = "### Outside the validated range"  # benchmarks/validity_sweep.py's second table
+
+
+def _table_after(lines: list[str], start: int) -> list[str]:
+    """The first Markdown table (its ``|`` lines) at or after line ``start``."""
+    table = []
+    for line in lines[start:]:
+        if line.lstrip().startswith("|"):
+            table.append(line)
+        elif table:
+            break
+    return table
+
+
 def validity_section(sweep_md: Path, page_dir: Path) -> str:
-    """The first table of the validity sweep's page (``docs/validity_sweep.md``, written by
+    """The configurations of the validity sweep's page (``docs/validity_sweep.md``, written by
     ``benchmarks/validity_sweep.py``: the shortcut audit's gated figures over build configurations) with a
-    link to it, or a line saying it is not there yet. Read at every regeneration."""
+    link to it, or a line saying it is not there yet: its first table (the configurations inside the builder's
+    validated range) with a verdict counted from it, and the table of those outside it, which the builder refuses
+    unless ``allow_unvalidated=true``. Read at every regeneration."""
     import os
 
     if not sweep_md.is_file():
         return (f"The validity sweep (`{sweep_md.name}`, from `benchmarks/validity_sweep.py`) is not in "
                 f"`{page_dir}` yet; regenerating this page includes its table once it is.\n\n")
-    lines, table = sweep_md.read_text().splitlines(), []
-    for line in lines:
-        if line.lstrip().startswith("|"):
-            table.append(line)
-        elif table:
-            break
+    lines = sweep_md.read_text().splitlines()
+    table = _table_after(lines, 0)
+    at = next((k for k, line in enumerate(lines) if line.strip() == OUTSIDE_HEADING), None)
+    beyond = _table_after(lines, at) if at is not None else []
     link = os.path.relpath(sweep_md, page_dir)
     head = (f"Whether the build's shortcut audit passes over other build configurations (scene subsets, settings, "
-            f"frames, seeds, image size): the table of [{sweep_md.name}]({link}) as it stands at this page's "
+            f"frames, seeds, image size): the tables of [{sweep_md.name}]({link}) as they stand at this page's "
             "generation (details, command and date there). The results above are on the default build only.\n\n")
     if not table:
         return head + f"_{sweep_md.name} has no table yet._\n\n"
-    cells = [[c.strip() for c in row.strip().strip("|").split("|")] for row in table]
-    cols, rows = cells[0], [r for r in cells[2:] if len(r) == len(cells[0])]
+
+    def parse(t):
+        cells = [[c.strip() for c in row.strip().strip("|").split("|")] for row in t]
+        return cells[0], [r for r in cells[2:] if len(r) == len(cells[0])]
+
+    cols, rows = parse(table)
     if "result" in cols and "config" in cols:
+        name, res = cols.index("config"), cols.index("result")
+        outside, note = [], ""
         if "validated range" in cols:  # the builder refuses the configurations outside its validated range
             rng = cols.index("validated range")
-            outside = [r for r in rows if r[rng] != "inside"]
+            outside = [r for r in rows if r[rng] != "inside"]  # a sweep page with one table for both
             rows = [r for r in rows if r[rng] == "inside"]
+            if beyond:
+                bcols, brows = parse(beyond)
+                outside += [[r[bcols.index(c)] if c in bcols else "" for c in cols] for r in brows]
             if outside:
-                bad = [r[cols.index("config")] for r in outside if "FAIL" in r[cols.index("result")]]
-                head += (f"The builder refuses options outside its validated range unless `allow_unvalidated=true` "
+                bad = [r[name] for r in outside if "FAIL" in r[res]]
+                note = (f"The builder refuses options outside its validated range unless `allow_unvalidated=true` "
                          f"(`tasks.threedpc.config.outside_validated_range`; {len(outside)} sweep configurations lie "
-                         f"outside it, {len(bad)} of which {'fails' if len(bad) == 1 else 'fail'}: {', '.join(bad) or 'none'}; the sweep page says "
-                         "why).\n\n")
-        failed = [r for r in rows if "FAIL" in r[cols.index("result")]]
+                         f"outside it, {len(bad)} of which {'fails' if len(bad) == 1 else 'fail'}: "
+                         f"{', '.join(bad) or 'none'}; the second table, and the sweep page says why).\n\n")
+        failed = [r for r in rows if "FAIL" in r[res]]
         where = cols.index("smallest margin (figure)") if "smallest margin (figure)" in cols else None
-        noisy = [r[cols.index("config")] for r in rows if "not enforced" in r[cols.index("result")] and r not in failed]
+        noisy = [r[name] for r in rows if "not enforced" in r[res] and r not in failed]
         scope = " inside the validated range" if "validated range" in cols else ""
         verdict = (f"**{len(rows) - len(failed)} of {len(rows)} configurations{scope} pass.**"
                    + ("" if not noisy else f" In {len(noisy)} of them ({', '.join(noisy)}) a figure lies outside its "
                       "gate with a 95% CI that still includes chance, so it is not enforced (`audit.beyond_chance`).")
                    + ("" if not failed else " Failing: " + "; ".join(
-                       r[cols.index("config")] + ("" if where is None else f" ({r[where]})") for r in failed)
+                       r[name] + ("" if where is None else f" ({r[where]})") for r in failed)
                       + ". Until every configuration passes, the results above hold for the default build's options."))
-        head += verdict + "\n\n"
-    return head + "\n".join(table) + "\n\n"
+        head += verdict + "\n\n" + note
+    body = "\n".join(table) + "\n\n"
+    if beyond:
+        body += (f"{OUTSIDE_HEADING} (refused by the builder unless `allow_unvalidated=true`)\n\n"
+                 + "\n".join(beyond) + "\n\n")
+    return head + body
 
 
 def why_not(verdict: pd.DataFrame, acc: pd.DataFrame, curves: pd.DataFrame, base: pd.DataFrame | None) -> list[str]:

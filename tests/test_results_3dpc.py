@@ -545,6 +545,16 @@ def test_validity_section_counts_passing_configurations(tmp_path):
     out = validity_section(md, tmp_path)
     assert "**2 of 2 configurations inside the validated range pass.**" in out and "Failing" not in out
     assert "2 sweep configurations lie outside it, 1 of which fails: b" in out and "| d | outside: frames=2 |" in out
+    assert out.index("**2 of 2 configurations inside") < out.index("The builder refuses")
+    # the sweep page as benchmarks/validity_sweep.py writes it: the configurations outside in a second table
+    md.write_text("| config | validated range | result | smallest margin (figure) |\n|---|---|---|---|\n"
+                  "| a | inside | PASS | +0.03 (vpt pixels) |\n\n### Outside the validated range\n\ntext\n\n"
+                  "| config | validated range | result | smallest margin (figure) |\n|---|---|---|---|\n"
+                  "| b | outside: frames=2 | **FAIL** (1) | -0.05 (vpt x) |\n\n## Every gated figure\n\n| x |\n|---|\n")
+    out = validity_section(md, tmp_path)
+    assert "**1 of 1 configurations inside the validated range pass.**" in out and "1 of which fails: b" in out
+    assert out.index("| a | inside |") < out.index("### Outside the validated range") < out.index("| b | outside")
+    assert "| x |" not in out
 
 
 def test_verdict_on_fine_tuned_depth_order_against_humans():

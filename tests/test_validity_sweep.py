@@ -97,7 +97,10 @@ def test_margins_and_the_report_say_which_configuration_fails_and_by_how_much():
             "`allow_unvalidated=true`): bad fails.") in md
     assert "**FAIL** (2) (1 outside but not enforced)" in bad_line and "-0.090 (vpt lens_points_at_ball_2d)" in bad_line  # the pixel row: not enforced
     dist = next(x for x in lines if x.startswith("| vpt | rule | lens_points_at_ball_2d |"))
-    assert "| 0.600 | 0.670 | 0.740 | -0.090 | bad | 1 |" in dist
+    # over the configurations inside the validated range; the failure outside it in its own column
+    assert dist.endswith("| 0.600 | 0.600 | 0.600 | +0.050 | good | 0 | 1 |")
+    assert lines.index(sweep.OUTSIDE_HEADING) < lines.index(bad_line) and lines.index(good) < lines.index(
+        sweep.OUTSIDE_HEADING)
     assert "python benchmarks/validity_sweep.py --out x" in md
     # the reported (never gated) figures: one row per configuration, a blank cell where a build lacks one
     audit = pd.concat([_table({("vpt", "tree", "two_level_tree"): (0.91, nan, nan, 50),
