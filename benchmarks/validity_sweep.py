@@ -19,6 +19,10 @@ with the default gates, :class:`AuditConfig`) and writes
   smallest margin, the distribution of every gated figure over the configurations, and the full wide table;
   with the command line and the date.
 
+The builder refuses options outside its validated range (``tasks.threedpc.config.outside_validated_range``);
+the sweep builds such configurations with ``allow_unvalidated=true`` and reports them in a table of their own
+(``OUTSIDE_HEADING``), so the range rests on measurements: its verdict counts the configurations inside it.
+
 Resumable: a configuration whose folder holds ``sweep_build.json`` (written when its build returned) is not
 rebuilt; a build cut short resumes scene by scene (the builder's own resume). The audit is re-run on every
 finished build each time (seconds), so a changed audit or gate re-scores the sweep without rebuilding;
