@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import json
 import os
 import resource
@@ -134,9 +135,15 @@ def overrides(c: dict, folder: Path, workers: int) -> list[str]:
 def outside_range(c: dict) -> list[str]:
     """What of configuration ``c`` lies outside the builder's validated range
     (``tasks.threedpc.config.outside_validated_range``; empty: inside), one sentence each."""
+    return list(_outside_range(json.dumps(c, sort_keys=True)))
+
+
+@functools.lru_cache(maxsize=None)
+def _outside_range(key: str) -> tuple[str, ...]:  # a Hydra compose per configuration, once
     from tasks.threedpc.config import compose_config, outside_validated_range
 
-    return outside_validated_range(compose_config(_overrides(c, Path("unbuilt"), 1) + ["allow_unvalidated=true"]))
+    ov = _overrides(json.loads(key), Path("unbuilt"), 1) + ["allow_unvalidated=true"]
+    return tuple(outside_validated_range(compose_config(ov)))
 
 
 def _range_cell(c: dict) -> str:
