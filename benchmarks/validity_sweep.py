@@ -325,17 +325,18 @@ def _config_table(rows, records: dict, names: list[str]) -> list[str]:
     return lines
 
 
+def _failed(rows):
+    """Per row: outside its gate and enforced (a failure)."""
+    return rows.passed.fillna(True).eq(False) & rows.enforced.fillna(False).astype(bool)
+
+
 def failing(rows) -> list[str]:
     """Configurations with a figure outside its gate and enforced, in table order."""
-    bad = rows[rows.passed.fillna(True).eq(False) & rows.enforced.fillna(False).astype(bool)]
-    return list(dict.fromkeys(bad.config))
+    return list(dict.fromkeys(rows[_failed(rows)].config))
 
 
-def _range_verdict(rows, records: dict) -> str:
+def _range_verdict(rows, inside: list[str], out: list[str]) -> str:
     """One sentence: how many configurations inside the validated range pass, and what the others did."""
-    names = list(dict.fromkeys(rows.config))
-    inside = [n for n in names if not outside_range(records[n]["config"])]
-    out = [n for n in names if n not in inside]
     bad = set(failing(rows))
     text = f"**{sum(n not in bad for n in inside)} of {len(inside)} configurations inside the validated range pass.**"
     if out:
@@ -352,6 +353,8 @@ def markdown(rows, records: dict, argv: list[str], orient=None, rep=None, grid=N
     from tasks.threedpc.config import FACING_AWAY_SHARE, MIN_FRAMES
 
     names = list(dict.fromkeys(rows.config))
+    beyond = [n for n in names if outside_range(records[n]["config"])]
+    inside = [n for n in names if n not in beyond]
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     cmd = "python benchmarks/validity_sweep.py " + " ".join(shlex.quote(a) for a in argv)
     lines = ["# 3D-PC validity across build configurations (issue 35.4)", "",
@@ -369,9 +372,8 @@ def markdown(rows, records: dict, argv: list[str], orient=None, rep=None, grid=N
              f"frames >= {MIN_FRAMES}, facing-away share of a scene's not-visible settings in "
              f"[{FACING_AWAY_SHARE[0]:.2f}, {FACING_AWAY_SHARE[1]:.2f}] after rounding) unless `allow_unvalidated=true`; "
              "the sweep builds the configurations outside it with that flag, to show why they are refused. "
-             + _range_verdict(rows, records), "",
-             *_config_table(rows, records, [n for n in names if not outside_range(records[n]["config"])])]
-    beyond = [n for n in names if outside_range(records[n]["config"])]
+             + _range_verdict(rows, inside, beyond), "",
+             *_config_table(rows, records, inside)]
     if beyond:
         lines += ["", OUTSIDE_HEADING, "",
                   "Refused by the builder unless `allow_unvalidated=true` (built with it here, to show why; the "
@@ -386,7 +388,7 @@ def markdown(rows, records: dict, argv: list[str], orient=None, rep=None, grid=N
               "| task | kind | figure | gate | min | median | max | smallest margin | where | failures | failures outside the range |",
               "|---|---|---|---|---|---|---|---|---|---|---|"]
     key = ["task", "kind", "name"]
-    fails = rows.passed.fillna(True).eq(False) & rows.enforced.fillna(False).astype(bool)
+    fails = _failed(rows)
     for (task, kind, name), g in rows[~rows.config.isin(beyond)].groupby(key, sort=False):
         w = g.loc[g.margin.idxmin()]
         nfail = int(fails[g.index].sum())
