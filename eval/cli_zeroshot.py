@@ -18,7 +18,7 @@ def _zero_shot_task(c: dict):
          settings="eval.diffusion:DiffusionConfig")
 def diffusion_job(cfg) -> None:
     from .diffusion import (DiffusionConfig, DiffusionError, check_schedule, class_prompts, load_diffusion,
-                            parse_model_id, run_diffusion)
+                            parse_model_id, run_diffusion, scheduler_timesteps)
     from .probe import seed_summary
 
     c = _container(cfg)
@@ -27,7 +27,9 @@ def diffusion_job(cfg) -> None:
         settings = dict(c["diffusion"])
         dcfg = DiffusionConfig(**settings)
         class_prompts(task, dcfg)  # a task without prompts, or a schedule that does not fit it, fails before the
-        check_schedule(dcfg, len(task.classes))  # model loads (the model's own limits: in DiffusionMethod)
+        # model loads; T from the folder's scheduler config when it has one (the loaded model's own limits are
+        # checked again in DiffusionMethod)
+        check_schedule(dcfg, len(task.classes), scheduler_timesteps(parse_model_id(c["model"])))
         if c.get("threads"):
             import torch
 

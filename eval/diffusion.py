@@ -234,6 +234,25 @@ def folder_digest(folder: Path) -> str:
     return h.hexdigest()
 
 
+def scheduler_timesteps(source: str) -> int | None:
+    """T of a local model folder read from ``scheduler/scheduler_config.json`` alone (no weights loaded), so that a
+    schedule longer than the model's noise schedule fails in well under a second instead of after the model
+    loads; None when the folder, the file or the field is absent or unreadable (the loaded model then decides:
+    ``DiffusionMethod`` checks against its ``alphas_cumprod``)."""
+    import json
+
+    path = Path(source) / "scheduler" / "scheduler_config.json"
+    try:
+        d = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    betas = d.get("trained_betas") if isinstance(d, dict) else None
+    if isinstance(betas, list) and betas:
+        return len(betas)
+    t = d.get("num_train_timesteps") if isinstance(d, dict) else None
+    return t if isinstance(t, int) and not isinstance(t, bool) and t > 0 else None
+
+
 def load_diffusion(source: str, device: str = "cpu") -> DiffusionModel:
     """The components of a diffusers Stable-Diffusion-style model from a local folder (or a hub id already in
     the local cache; nothing is downloaded)."""

@@ -17,7 +17,7 @@ if importlib.util.find_spec("diffusers") is None:  # found, not imported: diffus
 from eval import results as R  # noqa: E402
 from eval.diffusion import (THREEDPC_PROMPTS, DiffusionConfig, DiffusionError, DiffusionModel,  # noqa: E402
                             class_prompts, classify_images, classify_latent, load_diffusion, make_noise,
-                            run_diffusion, stage_indices, timestep_lattice)
+                            run_diffusion, scheduler_timesteps, stage_indices, timestep_lattice)
 from eval.diffusion_tiny import TOY_PROMPTS, build_tiny, write_toy_dataset  # noqa: E402
 from eval.tasks import load_task  # noqa: E402
 
@@ -79,6 +79,8 @@ def test_random_weights_are_at_chance(toy_task, tmp_path):
     folder = tmp_path / "random"
     build_tiny(folder, steps=0, seed=3)
     model = load_diffusion(str(folder))
+    # the fail-fast reading of T from the scheduler config alone agrees with the loaded model's noise schedule
+    assert scheduler_timesteps(str(folder)) == model.num_train_timesteps == 1000
     res = classify_images(model, toy_task.items["path"].tolist(), list(TOY_PROMPTS.values()), _cfg(), seed=0)
     acc = np.mean([r.choice for r in res] == toy_task.items["label"].to_numpy())
     assert 0.25 <= acc <= 0.75, acc  # binomial(32, 0.5): 99.5% of draws fall in [0.28, 0.72]
@@ -276,3 +278,22 @@ def test_interrupted_run_resumes_at_the_first_unfinished_image(toy_task, tmp_pat
     assert a["response"].tolist() == b["response"].tolist() and np.allclose(a["score"], b["score"])
     assert not list((tmp_path / "res" / "diffusion").glob("*.partial"))  # cleaned up once the run is written
     assert float(ref["accuracy"].iloc[0]) == float(R.read_results(tmp_path / "res", "summary")["accuracy"].iloc[0])
+
+
+def test_scheduler_timesteps_reads_the_config_alone(tmp_path):
+    """T from ``scheduler/scheduler_config.json`` (trained_betas win over num_train_timesteps, as in diffusers);
+    None whenever the file cannot say, so the loaded model decides."""
+    import json
+
+    def folder(name, text):
+        (tmp_path / name / "scheduler").mkdir(parents=True)
+        (tmp_path / name / "scheduler" / "scheduler_config.json").write_text(text)
+        return str(tmp_path / name)
+
+    assert scheduler_timesteps(folder("n", json.dumps({"num_train_timesteps": 500}))) == 500
+    assert scheduler_timesteps(folder("b", json.dumps({"num_train_timesteps": 1000, "trained_betas": [0.1] * 7}))) == 7
+    for name, text in (("none", json.dumps({"beta_start": 0.1})), ("bad", "{not json"), ("neg", '{"num_train_timesteps": -3}'),
+                       ("bool", '{"num_train_timesteps": true}'), ("list", "[1, 2]")):
+        assert scheduler_timesteps(folder(name, text)) is None, name
+    assert scheduler_timesteps(str(tmp_path / "absent")) is None
+    assert scheduler_timesteps("some/hub-id") is None
