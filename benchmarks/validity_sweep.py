@@ -91,7 +91,9 @@ def _cfg(name, subset, settings=10, frames=4, seed=0, size=256, oov=None, design
 CANDIDATE = {"depth_settings": 10, "away_facing": "image"}
 # whole-grid design variants (``--design``): every default-design configuration built with these options too
 # (v5: the VPT viewer also looks across the sight line; its VPT frames do not balance depth jointly: human_n=0)
-DESIGNS = {"default": {}, "v5": {**CANDIDATE, "vpt_arc_deg": 30, "human_n": 0}}
+# (v4: the candidate alone, VPT frames on the bisector arc as by default, so the human subset is drawn as by default)
+# (ds: the depth task on settings of its own alone; the VPT frames are those of the default design, byte for byte)
+DESIGNS = {"default": {}, "ds": {"depth_settings": 10}, "v4": dict(CANDIDATE), "v5": {**CANDIDATE, "vpt_arc_deg": 30, "human_n": 0}}
 
 
 # the grid, in build order (the most telling first, so a sweep cut short still says something)
