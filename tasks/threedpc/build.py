@@ -55,8 +55,22 @@ def sized_style(style: PropStyle, rng: np.random.Generator, ball_range=(0.6, 2.0
 
 
 def props_aim(placement: Placement) -> np.ndarray:
-    """Where the framed viewer looks (world metres, (3,)): the midpoint of the two props' centres."""
+    """Where the framed viewer of a VPT setting looks (world metres, (3,)): the midpoint of the two props' centres."""
     return (np.asarray(placement.observer.position, float) + placement.target.center) / 2
+
+
+def bisector_aim(eye, placement: Placement) -> np.ndarray:
+    """Where the framed viewer of a depth-only setting looks from ``eye`` (world metres, (3,)): along the bisector
+    of the angle between its rays to the two props' centres, at their mean distance. Both centres then lie at the
+    same angle from the optical axis, so they project point-symmetrically about the image centre (pinhole,
+    centred principal point): neither is further out. Aimed at the 3D midpoint (:func:`props_aim`) instead, the
+    nearer prop always projects further from the centre (its offset is divided by a smaller depth), which orders
+    every depth item by itself (the audit's ``centre_offset_diff``: AUC 0.000 on such builds; issue 35, 29 Nov)."""
+    eye = np.asarray(eye, float)
+    a, b = np.asarray(placement.observer.position, float) - eye, np.asarray(placement.target.center, float) - eye
+    na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
+    d = a / na + b / nb
+    return eye + d / float(np.linalg.norm(d)) * (na + nb) / 2
 
 
 def framing_zoom(camera, placement: Placement, margin: float) -> float:
@@ -76,9 +90,11 @@ def framing_zoom(camera, placement: Placement, margin: float) -> float:
     return float(zoom)
 
 
-def framed_cameras(arc, placement: Placement, frames: int, size: int, zoom_max: float, margin: float):
+def framed_cameras(arc, placement: Placement, frames: int, size: int, zoom_max: float, margin: float,
+                   bisector: bool = False):
     """The viewer's frames for one setting, framed on the props: each camera stands where ``arc`` puts it,
-    looks at the props' midpoint (:func:`props_aim`) and narrows its field of view by the largest zoom in
+    looks at the props' midpoint (:func:`props_aim`; ``bisector``: along the bisector of its rays to them,
+    :func:`bisector_aim`, as depth-only settings do) and narrows its field of view by the largest zoom in
     [1, ``zoom_max``] that keeps both props ``margin`` inside the image (:func:`framing_zoom`).
 
     Why zoom rather than walking closer: the props' on-screen sizes grow by the zoom while their distance
@@ -88,7 +104,7 @@ def framed_cameras(arc, placement: Placement, frames: int, size: int, zoom_max: 
     aim = props_aim(placement)
     cams, zooms = [], []
     for base in arc.cameras(frames, size, size):
-        cam = base.looking_at(base.center, aim)
+        cam = base.looking_at(base.center, bisector_aim(base.center, placement) if bisector else aim)
         z = float(np.clip(framing_zoom(cam, placement, margin), 1.0, zoom_max))
         cams.append(dataclasses.replace(cam, fx=cam.fx * z, fy=cam.fy * z))
         zooms.append(z)
@@ -315,8 +331,9 @@ def basic_scene_rows(cfg: BuildConfig, scene, split: str, tmp: Path, final: Path
         stage = staged_scene(scene, pl)
         if cfg.placement_design == "legacy":
             cams, zooms = arc.cameras(cfg.frames, cfg.size, cfg.size), np.ones(cfg.frames)
-        else:
-            cams, zooms = framed_cameras(arc, pl, cfg.frames, cfg.size, cfg.zoom_max, cfg.frame_margin)
+        else:  # depth-only settings look along the bisector: no prop is nearer the image's edge for being nearer
+            cams, zooms = framed_cameras(arc, pl, cfg.frames, cfg.size, cfg.zoom_max, cfg.frame_margin,
+                                         bisector=outcome == DEPTH_ONLY)
         # frames dropped for a prop outside the image or too small on screen (mesh pass alone) are not splatted:
         # their rows get NaN visible fractions; kept frames are the fully rendered ones (label_frame)
         for f, cam in enumerate(cams):

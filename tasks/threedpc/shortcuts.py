@@ -160,7 +160,9 @@ def shortcut_cues(df):
     box), ``props_midpoint_offset`` (horizontal distance of the props' projected midpoint from the centre of
     the object's image box, in box widths: near 0 when the object sits between them, as when it blocks the
     line), ``observer_u/v``, ``ball_u/v`` (projected centres / image size), ``height_diff`` (observer_v −
-    ball_v: > 0 when the ball is higher in the image), ``ball_object_distance`` / ``observer_object_distance``
+    ball_v: > 0 when the ball is higher in the image), ``centre_offset_diff`` (the ball's distance from the image
+    centre minus the observer's, in image sizes: with the camera aimed at the props' 3D midpoint the nearer prop
+    is always the further out), ``ball_object_distance`` / ``observer_object_distance``
     (ground-plane distance from the object's centre, m), ``ball_z`` / ``observer_z`` (heights, m),
     ``viewer_distance`` (viewer to object centre, m).
     Size: ``size_ratio`` (ball/observer physical size), ``projected_size_ratio`` ((ball size / its distance) /
@@ -191,6 +193,10 @@ def shortcut_cues(df):
         "observer_u": uv_o[:, 0] / width, "observer_v": uv_o[:, 1] / height,
         "ball_u": uv_b[:, 0] / width, "ball_v": uv_b[:, 1] / height,
         "height_diff": (uv_o[:, 1] - uv_b[:, 1]) / height,
+        # issue 35 (29 Nov): a camera aimed at the props' 3D midpoint shows the nearer prop further from the image
+        # centre (its offset divided by a smaller depth): depth AUC 0.000 on every such build
+        "centre_offset_diff": (np.hypot(uv_b[:, 0] / width - 0.5, uv_b[:, 1] / height - 0.5)
+                               - np.hypot(uv_o[:, 0] / width - 0.5, uv_o[:, 1] / height - 0.5)),
         "ball_z": ball[:, 2], "observer_z": obs[:, 2],
         "size_ratio": df["ball_size"].to_numpy(float) / df["observer_size"].to_numpy(float),
         "projected_size_ratio": (df["ball_size"].to_numpy(float) / d_b) / (df["observer_size"].to_numpy(float) / d_o),
@@ -572,6 +578,7 @@ CUE_TEXT = {
     "observer_u": "observer's image x", "observer_v": "observer's image y (down)",
     "ball_u": "ball's image x", "ball_v": "ball's image y (down)",
     "height_diff": "ball higher in the image than the observer (observer_v - ball_v)",
+    "centre_offset_diff": "ball's distance from the image centre minus the observer's (image widths)",
     "ball_z": "ball height above ground (m)", "observer_z": "observer height above ground (m)",
     "size_ratio": "physical size ratio ball / observer",
     "projected_size_ratio": "projected size ratio (ball size/distance) / (observer size/distance)",
