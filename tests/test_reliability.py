@@ -17,7 +17,7 @@ from tasks.stimuli import ConfigError, write_dataset
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 POLY = {"per_class": 4, "levels": [0.3], "classes": ["triangle", "square"]}
-SMALL = dict(scenes=["hydrant_01", "couch_03"], settings=2, frames=4, size=48, val_settings=0, human_n=0,
+SMALL = dict(scenes=["hydrant_01", "couch_03"], settings=2, depth_settings=2, frames=4, size=48, val_settings=0, human_n=0,
              strategy_steps=4, workers=1,
              allow_unvalidated=True)  # settings=2: one not-visible setting per scene, no facing-away share
 

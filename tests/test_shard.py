@@ -81,7 +81,7 @@ def test_generate_cli_takes_shard(tmp_path, python_m):
 
 
 # ---------------------------------------------------------------------------------------------- 3D-PC
-TINY = ["scenes=[hydrant_01,hydrant_03]", "settings=2", "frames=4", "size=48", "human_n=0", "workers=1",
+TINY = ["scenes=[hydrant_01,hydrant_03]", "settings=2", "depth_settings=2", "frames=4", "size=48", "human_n=0", "workers=1",
         "progress=false", "audit.enforce=false",
         "allow_unvalidated=true"]  # settings=2: one not-visible setting per scene, no facing-away share
 

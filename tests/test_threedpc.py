@@ -217,7 +217,7 @@ def test_build_restoring_the_legacy_placement_fails_the_shortcut_audit(tmp_path)
     legacy = {"scenes": ["hydrant_01", "car_01", "plant_01", "hydrant_03", "car_03"], "settings": 8, "frames": 3,
               "size": 48, "human_n": 0, "strategy_steps": 6, "workers": 1, "placement_design": "legacy",
               "out_of_view_fraction": 0.0, "ball_size_range": [0.8, 1.2], "observer_size_range": [0.8, 1.2], "height_jitter": 0.25, "val_holdout": "setting",
-              "audit": {"min_placements": 20, "bootstrap": 100}, "allow_unvalidated": True}
+              "audit": {"min_placements": 20, "bootstrap": 100}, "allow_unvalidated": True, "depth_settings": 0}
     out = tmp_path / "legacy"
     with pytest.raises(ShortcutAuditFailed, match="prop_distance"):
         build(config_from_dict({**legacy, "out": str(out)}), progress=False)
@@ -477,6 +477,10 @@ def test_builder_refuses_options_outside_the_validated_range(tmp_path, option, v
     msg = str(err.value)
     assert msg.startswith(field) and "allow_unvalidated=true" in msg and "docs/validity_sweep.md" in msg
     assert "\n" not in msg and not (tmp_path / "x").exists()
+    if option == "placement_design":  # depth-only settings (on by default) need the matched design: said next
+        with pytest.raises(ConfigError, match="use depth_settings=0 with the legacy design"):
+            config_from_dict({**base, option: value, "allow_unvalidated": True})
+        base["depth_settings"] = 0
     cfg = config_from_dict({**base, option: value, "allow_unvalidated": True})
     assert outside_validated_range(cfg)[0].startswith(field)
     assert cfg.identity() == dataclasses.replace(cfg, allow_unvalidated=False).identity()
@@ -496,13 +500,17 @@ def test_validated_range_holds_the_defaults_and_counts_facing_away_as_the_builde
 
 # ---------------------------------------------------------------------- depth-only settings (issue 35, 29 Nov)
 def test_depth_settings_config_identity_and_splits(tmp_path):
-    """``depth_settings`` is part of a build's identity only when set (older stamps resume), needs the matched
-    design, and with ``val_holdout: setting`` holds out the last of the depth-only settings too."""
+    """``depth_settings`` (default 10 since 29 Nov) is part of a build's identity unless 0 (so stamps of builds
+    from before the field resume with ``depth_settings=0``), needs the matched design, and with
+    ``val_holdout: setting`` holds out the last of the depth-only settings too."""
     base = {**TINY, "out": str(tmp_path / "x")}
-    assert "depth_settings" not in config_from_dict(base).identity()
+    default = {k: v for k, v in base.items() if k != "depth_settings"}
+    assert config_from_dict(default).depth_settings == 10
+    assert config_from_dict(default).identity()["depth_settings"] == 10
+    assert "depth_settings" not in config_from_dict({**base, "depth_settings": 0}).identity()
     assert config_from_dict({**base, "depth_settings": 4}).identity()["depth_settings"] == 4
     with pytest.raises(ConfigError, match="depth_settings=2: needs placement_design=matched"):
-        config_from_dict({**base, "depth_settings": 2, "placement_design": "legacy"})
+        config_from_dict({**base, "depth_settings": 2, "placement_design": "legacy", "allow_unvalidated": True})
     cfg = config_from_dict({**base, "depth_settings": 4, "val_holdout": "setting", "val_settings": 2})
     parts = [cfg.part_of("hydrant_01", k) for k in range(cfg.settings + cfg.depth_settings)]
     assert parts == ["train", "train", "val", "val", "train", "train", "val", "val"]
@@ -561,30 +569,33 @@ def test_task_candidates_split_the_frames_between_the_tasks():
 
 
 def test_depth_only_settings_leave_the_vpt_settings_byte_identical(tiny, tmp_path):
-    """Depth-only settings draw their random numbers after every VPT setting's, so a scene built with them has
-    the very VPT frames it has without them (compared with the session's TINY build), plus its depth-only
-    settings numbered after them."""
+    """Depth-only settings draw their random numbers after every VPT setting's, so a scene built without them
+    (``depth_settings=0``, the paper's protocol) has the very VPT frames the session's TINY build (with them,
+    as the default) has; TINY's depth-only settings are numbered after its VPT ones."""
     import hashlib
 
     from tasks.threedpc.build import basic_scene_rows, load_build_scene, scene_dir
 
-    cfg = config_from_dict({**TINY, "out": str(tmp_path / "d"), "depth_settings": 1})
+    cfg = config_from_dict({**TINY, "out": str(tmp_path / "d"), "depth_settings": 0})
     scene = load_build_scene(cfg, "hydrant_01")
     final = scene_dir(cfg, scene, "train")
     tmp = tmp_path / "tmp"
     rows, _ = basic_scene_rows(cfg, scene, "train", tmp, final)
     rows = pd.DataFrame(rows)
-    vpt_rows, extra = rows[rows.setting < cfg.settings], rows[rows.setting >= cfg.settings]
-    assert set(extra.setting) == {cfg.settings} and set(extra.requested) == {"depth_only"}
-    assert set(extra.pair_role) == {"depth_only"} and len(extra) == cfg.frames
-    old = scene_dir(config_from_dict({**TINY, "out": str(tiny)}), scene, "train")
-    for name in vpt_rows.file_name[vpt_rows.file_name != ""]:
+    assert set(rows.setting) == set(range(cfg.settings)) and "depth_only" not in set(rows.requested)
+    tiny_cfg = config_from_dict({**TINY, "out": str(tiny)})
+    old = scene_dir(tiny_cfg, scene, "train")
+    ref = pd.read_parquet(old / "_labels.parquet")
+    ref_vpt, extra = ref[ref.setting < cfg.settings], ref[ref.setting >= cfg.settings]
+    assert set(extra.setting) == set(range(cfg.settings, cfg.settings + tiny_cfg.depth_settings))
+    assert set(extra.requested) == set(extra.pair_role) == {"depth_only"}
+    assert len(extra) == tiny_cfg.depth_settings * cfg.frames
+    for name in rows.file_name[rows.file_name != ""]:
         rel = name.split("hydrant_01/", 1)[1]
         same = hashlib.sha256((tmp / rel).read_bytes()).digest() == hashlib.sha256((old / rel).read_bytes()).digest()
         assert same, rel
-    ref = pd.read_parquet(old / "_labels.parquet")
-    assert vpt_rows.file_name.tolist() == ref.file_name.tolist()  # (relative to the build folder)
-    assert vpt_rows.observer_yaw_deg.tolist() == ref.observer_yaw_deg.tolist()
+    assert rows.file_name.tolist() == ref_vpt.file_name.tolist()  # (relative to the build folder)
+    assert rows.observer_yaw_deg.tolist() == ref_vpt.observer_yaw_deg.tolist()
 
 
 def test_vpt_arc_looks_across_the_sight_line(tmp_path):
@@ -605,7 +616,7 @@ def test_vpt_arc_looks_across_the_sight_line(tmp_path):
 
     base = {**TINY, "out": str(tmp_path / "x"), "depth_settings": 2}
     with pytest.raises(ConfigError, match="vpt_arc_deg=30: needs depth_settings > 0"):
-        config_from_dict({**TINY, "out": str(tmp_path / "x"), "vpt_arc_deg": 30})
+        config_from_dict({**TINY, "out": str(tmp_path / "x"), "depth_settings": 0, "vpt_arc_deg": 30})
     assert "vpt_arc_deg" not in config_from_dict(base).identity()
     cfg = config_from_dict({**base, "vpt_arc_deg": 30})
     assert cfg.identity()["vpt_arc_deg"] == 30
@@ -621,3 +632,40 @@ def test_vpt_arc_looks_across_the_sight_line(tmp_path):
     want = line_facing_azimuth(pl, (np.asarray(lo[:2]) + hi[:2]) / 2)
     assert arc.start_deg + arc.sweep_deg / 2 == pytest.approx(want)
     assert arc.sweep_deg / plain.sweep_deg == pytest.approx(30 / cfg.arc_deg)
+
+
+def test_depth_only_frames_put_neither_prop_further_out():
+    """Issue 35 (29 Nov): aimed at the props' 3D midpoint (VPT settings), a camera shows the nearer prop further
+    from the image centre, always — a depth shortcut (the audit's ``centre_offset_diff``). Depth-only settings
+    aim along the bisector of the rays to the props (``bisector_aim``): the two centres project point-symmetrically
+    about the image centre, whichever is nearer. Checked on random placements and viewpoints by projecting."""
+    from scenes.camera import Camera
+    from tasks.placement import Observer, Placement, Target
+    from tasks.threedpc.build import bisector_aim, props_aim
+    from tasks.threedpc.shortcuts import shortcut_cues
+
+    rng = np.random.default_rng(3)
+    base = Camera.from_fov(256, 256, 50.0)
+    rows = []
+    for _ in range(200):
+        o, t = rng.uniform(-1, 1, 3) * (1, 1, 0.4) + (0, 0, 0.5), rng.uniform(-1, 1, 3) * (1, 1, 0.4) + (0, 0, 0.5)
+        pl = Placement(Observer(tuple(o), yaw_deg=float(rng.uniform(0, 360))), Target(tuple(t)))
+        az, el, r = rng.uniform(0, 2 * np.pi), rng.uniform(0.1, 0.6), rng.uniform(3, 5)
+        eye = np.array([r * np.cos(az) * np.cos(el), r * np.sin(az) * np.cos(el), r * np.sin(el)])
+        near_is_ball = np.linalg.norm(t - eye) < np.linalg.norm(o - eye)
+        for aim, kind in ((props_aim(pl), "midpoint"), (bisector_aim(eye, pl), "bisector")):
+            cam = base.looking_at(eye, aim)
+            (uo, vo), (ub, vb) = cam.project(np.stack([o, t]))[0] - 128.0
+            out_o, out_b = np.hypot(uo, vo), np.hypot(ub, vb)
+            if kind == "midpoint":  # the shortcut: the nearer one is further out
+                assert (out_b > out_o) == near_is_ball
+            else:  # point symmetry: equally far out, on opposite sides
+                assert np.allclose([uo, vo], [-ub, -vb], atol=1e-6 * 256)
+            rows.append({"kind": kind, "observer_x": o[0], "observer_y": o[1], "observer_z": o[2], "ball_x": t[0],
+                         "ball_y": t[1], "ball_z": t[2], "near_is_ball": near_is_ball, **cam.as_row()})
+    # the audit's cue reads it off the metadata: it separates nearer from further perfectly under the midpoint aim
+    df = pd.DataFrame(rows).assign(ball_size=0.1, observer_size=0.1, observer_yaw_deg=0.0)
+    cue = shortcut_cues(df)["centre_offset_diff"].to_numpy()
+    mid = (df.kind == "midpoint").to_numpy()
+    assert ((cue[mid] > 0) == df.near_is_ball[mid].to_numpy()).all()
+    assert np.abs(cue[~mid]).max() < 1e-6

@@ -133,14 +133,16 @@ class BuildConfig:
         0.006-0.008 (gate 0.10) on 2-frame sweep builds: on VPT-visible and occluded images the observer
         looks at the ball, so its facing gives the depth order exactly (AUC 0.000 on today's default build),
         and only the facing-away images dilute it.
-    depth_settings: placements per basic-task scene made for the depth task alone (issue 35, 29 Nov; 0, the
-        default, keeps the paper's protocol of both tasks on the same images). In a VPT setting the observer
-        looks at the ball (visible, occluded) or straight away from it (facing away), so whether it faces the
-        viewer gives the depth order away: the shortcut audit's two-level tree orders the default build's depth
-        items at 0.990 from that and where the lens points. A depth-only setting draws its props as the matched
-        design does and turns the observer to a uniformly random yaw, independent of the ball and the viewer;
-        with ``depth_settings`` > 0 the depth task takes only these frames (``requested = "depth_only"``, never
-        in the VPT set or the human subset) and the VPT task only the others.
+    depth_settings: placements per basic-task scene made for the depth task alone (issue 35; the default since
+        29 Nov, 10 as many as the VPT settings; 0 keeps the paper's protocol of both tasks on the same images). In a
+        VPT setting the observer looks at the ball (visible, occluded) or straight away from it (facing away), so
+        whether it faces the viewer gives the depth order away: on builds with ``depth_settings=0`` the shortcut
+        audit's two-level tree orders the depth items at 0.990 from that and where the lens points, a raw-pixel
+        regression reaches 0.68-0.75 and a linear probe of a random-weight EfficientNet-Lite0 0.62 (docs/validity.md,
+        29 Nov). A depth-only setting draws its props as the matched design does and turns the observer to a
+        uniformly random yaw, independent of the ball and the viewer; with ``depth_settings`` > 0 the depth task
+        takes only these frames (``requested = "depth_only"``, never in the VPT set or the human subset) and the
+        VPT task only the others. The VPT frames are byte-identical with or without them.
     away_facing: how a facing-away negative is turned once its viewer arc is drawn (``build._face_viewer_as_pair``;
         ``MatchedDesign.away_facing`` until 29 Nov, when it became an option).
         "viewer" (default, issue 10): to its visible pair's cosine towards the viewer, which mirrors it about
@@ -206,8 +208,8 @@ class BuildConfig:
     vpt_arc_deg: float | None = field(None, "with depth_settings: the VPT settings' viewer arc (degrees) centred on "
                                       "the sight line seen in front of the object (null: the bisector arc of "
                                       "arc_deg, as the depth task needs)", range=(1, 360))
-    depth_settings: int = field(0, "depth-only placements per basic-task scene, observer facing a random direction "
-                                "(0: the depth task uses the VPT settings' frames)", range=(0, math.inf))
+    depth_settings: int = field(10, "depth-only placements per basic-task scene, observer facing a random direction "
+                                "(0: the depth task uses the VPT settings' frames, as the paper)", range=(0, math.inf))
     frames: int = field(50, "frames per viewer trajectory", range=(2, math.inf))
     size: int = field(256, "image width = height (pixels)", range=(16, 4096))
     arc_deg: float = field(90.0, "viewer arc swept around the object (degrees)")
@@ -316,13 +318,17 @@ class BuildConfig:
             d.pop(k)
         if not d["scene_frames"]:  # no scene file hints: left out, so builds written before the field resume
             d.pop("scene_frames")
-        if not d["depth_settings"]:  # the depth task on the VPT frames: as every build before the field
+        if not d["depth_settings"]:  # the depth task on the VPT frames: as every build before the field (so such
+            # builds resume; since 29 Nov the default is 10, which enters the identity)
             d.pop("depth_settings")
         if d["away_facing"] == "viewer":  # as every build before the option
             d.pop("away_facing")
         if d["vpt_arc_deg"] is None:  # the bisector arc for every setting: as every build before the option
             d.pop("vpt_arc_deg")
         d["design"] = design_identity()
+        if d.get("depth_settings"):  # depth-only frames aimed along the bisector of the rays to the props (29 Nov,
+            # build.bisector_aim); their builds from before, aimed at the props' midpoint, are other images
+            d["design"]["depth_only_aim"] = "bisector"
         files = scene_file_digests(self.scenes)
         if files:  # what a scene file holds, not where it is: another file under the same name is another build
             from scenes.canonical import CANONICAL_VERSION
@@ -568,9 +574,6 @@ def validate(cfg: BuildConfig) -> None:
     if cfg.vpt_arc_deg is not None and not cfg.depth_settings:
         raise ConfigError(f"vpt_arc_deg={cfg.vpt_arc_deg}: needs depth_settings > 0 (the VPT frames are the depth "
                           "task's too otherwise, and its depth order must flip along the bisector arc)")
-    if cfg.depth_settings and cfg.placement_design == "legacy":
-        raise ConfigError(f"depth_settings={cfg.depth_settings}: needs placement_design=matched (depth-only props are "
-                          "drawn as the matched design draws them); use depth_settings=0 with the legacy design")
     capacity = len(by_split["test"]) * cfg.settings * cfg.frames
     if cfg.human_n > capacity // 4:
         raise ConfigError(
@@ -584,3 +587,8 @@ def validate(cfg: BuildConfig) -> None:
         raise ConfigError("; ".join(outside) + ". Every configuration of the validity sweep passed the shortcut audit "
                           "only inside this range (docs/validity_sweep.md): change the option, or set "
                           "allow_unvalidated=true to build anyway (manifest.json records it)")
+    # after the range (which refuses legacy first): depth-only settings are on by default, so a legacy build
+    # with allow_unvalidated=true learns here that it needs depth_settings=0 too
+    if cfg.depth_settings and cfg.placement_design == "legacy":
+        raise ConfigError(f"depth_settings={cfg.depth_settings}: needs placement_design=matched (depth-only props are "
+                          "drawn as the matched design draws them); use depth_settings=0 with the legacy design")
