@@ -105,6 +105,27 @@ DEVIATIONS = (
 )
 
 
+# a deviation of builds whose depth task has settings of its own (BuildConfig.depth_settings, the default since 29 Nov)
+DEPTH_OWN_SETTINGS = (
+    "depth-order images", "the VPT-basic images (both tasks on the same images; the human set balanced on both)",
+    "`depth_settings` placements per scene of their own (default 10), observer turned to a random direction; "
+    "VPT-basic, VPT-Strategy and the human set unchanged (the human set's depth labels are those of its VPT images)",
+    "on the VPT images the observer looks at the ball (or straight away from it), so whether it faces the viewer "
+    "gives the depth order: the audit's two-level rule ordered those depth items at 0.990, a raw-pixel regression "
+    "at 0.75 and a random-weight Lite0 probe at 0.62 (docs/validity.md, 29 Nov)")
+
+
+def depth_own_settings(build) -> bool:
+    """Whether the build's depth items come from settings of their own (``depth_settings`` > 0 in its
+    ``config.json``; builds from before the field, and ``depth_settings=0``, have none)."""
+    if build is None:
+        return False
+    try:
+        stamp = json.loads((Path(build) / "config.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(stamp, dict) and bool(stamp.get("depth_settings", 0))
+
 
 # ------------------------------------------------------------------------------------------ cost ledger
 
@@ -904,9 +925,10 @@ def baseline_table(acc: pd.DataFrame, build, build_digests) -> pd.DataFrame:
 BASELINE_COLUMNS = ("task", "pixels", "pixels_ci", "rule", "rule_name", "tree", "tree_ci", "tree_text")
 
 
-def two_level_text(base: pd.DataFrame) -> str:
+def two_level_text(base: pd.DataFrame, depth_own: bool = False) -> str:
     """The page's paragraph on the audit's two-level rules (``tree`` rows of the build's shortcut audit, reported
-    and never gated): the rules as fitted, and what they mean for the findings."""
+    and never gated): the rules as fitted, and what they mean for the findings. ``depth_own``: the build's depth
+    items come from settings of their own (:func:`depth_own_settings`), where the observer's gaze says nothing."""
     have = base[np.isfinite(base["tree"].to_numpy(float))] if "tree" in base else base.iloc[:0]
     if have.empty:
         return ""
@@ -915,6 +937,18 @@ def two_level_text(base: pd.DataFrame) -> str:
            "scored on the test scenes; reported, not gated) as fitted on this build:\n\n"]
     for _, b in have.iterrows():
         out.append(f"- {TASK_TITLES.get(b['task'], b['task'])}: {b['tree']:.3f} {b['tree_ci']}: `{b['tree_text']}`\n")
+    vpt_text = (
+        "VPT: the tree takes the lens direction in the image first (facing-away negatives) and then a layout cue; on "
+        "some of the sweep's builds the props' midpoint offset from the object (occluded negatives have the object "
+        "between the props) makes it far stronger (docs/validity_sweep.md, \"two-level rules\").")
+    if depth_own:
+        out.append(
+            "\nDepth order: this build's depth items come from settings of their own whose observer is turned to a "
+            "random direction (`depth_settings`), so where it looks says nothing about which prop is nearer; the "
+            "tree above reads the cues left in those images (height in the image and relative size are pictorial "
+            "depth cues a person uses too; the audit keeps each single one inside AUC [0.10, 0.90], and "
+            "`depth_cue_band` matches the items on them). " + vpt_text + "\n\n")
+        return "".join(out)
     out.append(
         "\nDepth order: the observer looks at the ball in every visible and occluded image (and straight away from "
         "it in facing-away ones), so whether it faces the viewer tells which of the two is nearer: an observer "
@@ -926,11 +960,8 @@ def two_level_text(base: pd.DataFrame) -> str:
         "pictorial cues, and it may be what the fine-tuned networks learnt (their depth accuracy is above the "
         "humans' 74.7%); a placement design in which the observer's facing is independent of the depth order "
         "(depth items from settings of their own where it looks anywhere: the build option `depth_settings`, "
-        "measured in docs/validity.md) is the fix; these results predate it. VPT: the tree "
-        "takes the lens direction in the image first (facing-away negatives) and then a layout cue; on some of the "
-        "sweep's builds the props' midpoint offset from the object (occluded negatives have the object between the "
-        "props) makes it far stronger (docs/validity_sweep.md, \"two-level rules\"). The accuracy of each depth "
-        "row by where the observer looks is in \"Accuracy by VPT reason\".\n\n")
+        "measured in docs/validity.md) is the fix; these results predate it. " + vpt_text + " The accuracy of "
+        "each depth row by where the observer looks is in \"Accuracy by VPT reason\".\n\n")
     return "".join(out)
 
 
@@ -1043,6 +1074,7 @@ def write_page(results, out_md, img_dir=None, n_boot: int = 10_000, build=None) 
              "above the paper's human accuracy.\n\n")
     curves = finetune_curves(res, set(summary["run_id"]))
     base = baseline_table(acc, build, set(cost["build"]) - {""}) if build is not None else None
+    depth_own = depth_own_settings(build)
     reasons = why_not(verdict, acc, curves, base)
     if reasons:
         p.append("Where a claim does not hold, what the results folder and the build measure about why:\n\n"
@@ -1114,8 +1146,11 @@ def write_page(results, out_md, img_dir=None, n_boot: int = 10_000, build=None) 
                                    "n_items": "images"}))
         p.append("\nThe build's `vpt_reason` of each image: a not-visible ball is either hidden by the object "
                  "(occluded) or outside the observer's view (facing away). Same trials as the key's row. Depth "
-                 "rows: the same split of the depth test images, by where the observer looks (at the ball when "
-                 "visible or occluded, away from it when facing away; see \"What a two-level rule can do\").\n\n")
+                 + ("rows: the depth test images (settings of their own, observer turned anywhere) by the VPT "
+                    "reason recorded for them, i.e. whether their observer happens to see the ball.\n\n" if depth_own
+                    else "rows: the same split of the depth test images, by where the observer looks (at the ball "
+                    "when visible or occluded, away from it when facing away; see \"What a two-level rule can "
+                    "do\").\n\n"))
     cues = cue_table(trials, acc, items)
     if not cues.empty:
         p.append("## Which cues the answers follow\n\n")
@@ -1147,7 +1182,7 @@ def write_page(results, out_md, img_dir=None, n_boot: int = 10_000, build=None) 
                  "cues reach AUC 0.90, VPT cues 0.65), so a probe of random-weight features is expected above "
                  "chance there, and at most at the pixel baseline; a pretrained network's advantage over its random "
                  "twin is the paired test in the next section. VPT-basic is gated so that pixels stay near chance.\n\n")
-        p.append(two_level_text(base))
+        p.append(two_level_text(base, depth_own))
         for _, b in base.iterrows():
             for o in observers:
                 r = acc[(acc["task"] == b["task"]) & (acc["observer"] == o) & (acc["method"] == "probe")
@@ -1176,7 +1211,8 @@ def write_page(results, out_md, img_dir=None, n_boot: int = 10_000, build=None) 
     for c in CONTEXT:
         p.append(f"- {c}\n")
     p.append("\n## Deviations from the paper's protocol\n\n")
-    p.append(_md_table(pd.DataFrame(DEVIATIONS, columns=["what", "paper", "here", "why"]),
+    p.append(_md_table(pd.DataFrame(DEVIATIONS + ((DEPTH_OWN_SETTINGS,) if depth_own else ()),
+                                    columns=["what", "paper", "here", "why"]),
                        {"what": "what", "paper": "paper", "here": "here", "why": "why"}))
     p.append("\n## Cost (CPU)\n\n")
     ct = cost_table(cost)

@@ -482,6 +482,17 @@ def test_page_sets_probes_beside_the_builds_no_network_baselines(experiment, tmp
                      part, flags=re.M)
     assert "- Depth order: 0.990 [0.980, 1.000]: `a <= 1 ? 0 : 1`" in part
     assert "- VPT-basic: 0.660 [0.550, 0.750]: `b <= 2 ? (c <= 3 ? 1 : 0) : 0`" in part
+    # what the paragraph and the deviations say follows the build: depth on the VPT images (config.json without
+    # depth_settings, as this fixture and builds before 29 Nov) or on settings of its own (the default since)
+    text = (tmp_path / "r.md").read_text()
+    assert "gaze-following inference" in part and "settings of their own whose observer" not in part
+    assert "| depth-order images |" not in text
+    (build / "config.json").write_text(json.dumps({"size": 16, "depth_settings": 10}))
+    _main("page", f"results={experiment['res']}", f"out={tmp_path / 'r.md'}", "n_boot=200", f"build={build}")
+    text = (tmp_path / "r.md").read_text()
+    part = text.split("## Probes beside what needs no network")[1].split("## Statistical")[0]
+    assert "settings of their own whose observer" in part and "gaze-following inference" not in part
+    assert "| depth-order images | the VPT-basic images" in text.split("## Deviations from the paper's protocol")[1]
     (build / "manifest.json").write_text((build / "manifest.json").read_text().replace("{", '{"x": 1, ', 1))
     with pytest.raises(SystemExit) as e:
         _main("page", f"results={experiment['res']}", f"out={tmp_path / 'r2.md'}", "n_boot=200", f"build={build}")
