@@ -92,8 +92,9 @@ CANDIDATE = {"depth_settings": 10, "away_facing": "image"}
 # whole-grid design variants (``--design``): every default-design configuration built with these options too
 # (v5: the VPT viewer also looks across the sight line; its VPT frames do not balance depth jointly: human_n=0)
 # (v4: the candidate alone, VPT frames on the bisector arc as by default, so the human subset is drawn as by default)
-# (ds: the depth task on settings of its own alone; the VPT frames are those of the default design, byte for byte)
-DESIGNS = {"default": {}, "ds": {"depth_settings": 10}, "v4": dict(CANDIDATE), "v5": {**CANDIDATE, "vpt_arc_deg": 30, "human_n": 0}}
+# (shared: depth on the VPT images, the paper's protocol and the default before 29 Nov; outside the validated range
+# since: its depth items are ordered by the framing, centre_offset_diff, and the observer's gaze)
+DESIGNS = {"default": {}, "shared": {"depth_settings": 0}, "v4": dict(CANDIDATE), "v5": {**CANDIDATE, "vpt_arc_deg": 30, "human_n": 0}}
 
 
 # the grid, in build order (the most telling first, so a sweep cut short still says something)
@@ -119,9 +120,10 @@ CONFIGS = [
     _cfg("all10_s10_f3", "all10", settings=10, frames=3, seed=10),
     _cfg("s16_f3", "first5_02", settings=16, frames=3, seed=2),
     _cfg("oov60", "first5_01", settings=10, frames=4, oov=0.6),
-    # candidate designs (not the default yet): the depth-only settings alone, then with the turned-in-depth
-    # facing-away negatives, on the configuration that failed the default design's VPT pixel gate
-    _cfg("base_ds", "first5_01", settings=10, frames=4, design={"depth_settings": 10}),
+    # the design before 29 Nov (depth on the VPT images, the paper's protocol; outside the validated range since),
+    # then candidate designs: the turned-in-depth facing-away negatives, on the configuration that failed the
+    # default design's VPT pixel gate
+    _cfg("base_shared", "first5_01", settings=10, frames=4, design={"depth_settings": 0}),
     _cfg("all10_s10_f2_v4", "all10", settings=10, frames=2, seed=10, design=CANDIDATE),
     # and the VPT viewer looking across the sight line (vpt_arc_deg); its VPT frames no longer balance depth
     # jointly, so no human subset yet (human_n=0: the subset of a depth-only design is still to be designed)

@@ -68,6 +68,7 @@ CASES = [
     ("3dpc-unknown-scene", "tasks.threedpc out={d}/p1 scenes=[bench_09,couch_03]", "unknown catalogue scene 'bench_09'", "p1"),
     ("3dpc-seed", "tasks.threedpc out={d}/p1 preset=small seed=-1", "seed=-1", "p1"),
     ("3dpc-frames-unvalidated", "tasks.threedpc out={d}/p1 preset=small frames=2 human_n=0", "frames=2 is below 3", "p1"),
+    ("3dpc-depth-on-vpt-images", "tasks.threedpc out={d}/p1 preset=small depth_settings=0", "depth_settings=0: depth order on the VPT images", "p1"),
     ("3dpc-size-huge", "tasks.threedpc out={d}/p1 preset=small size=100000", "size=100000", "p1"),
     ("3dpc-style-size", "tasks.threedpc out={d}/p1 preset=small style.observer_size=-1", "style.observer_size=-1", "p1"),
     ("3dpc-style-shape", "tasks.threedpc out={d}/p1 preset=small style.target_shape=cone", "style.target_shape='cone'", "p1"),

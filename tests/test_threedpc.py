@@ -466,6 +466,7 @@ def test_use_idle_cores_only_for_the_last_running_job(monkeypatch):
                                   "away (0.20), outside [0.33, 0.60]"),
     ("out_of_view_fraction", 0.7, "out_of_view_fraction=0.7 makes 4 of the 5"),
     ("placement_design", "legacy", "placement_design=legacy"),
+    ("depth_settings", 0, "depth_settings=0"),
 ])
 def test_builder_refuses_options_outside_the_validated_range(tmp_path, option, value, field):
     """Options outside the range over which every validity-sweep configuration passed its shortcut audit are
@@ -507,7 +508,7 @@ def test_depth_settings_config_identity_and_splits(tmp_path):
     default = {k: v for k, v in base.items() if k != "depth_settings"}
     assert config_from_dict(default).depth_settings == 10
     assert config_from_dict(default).identity()["depth_settings"] == 10
-    assert "depth_settings" not in config_from_dict({**base, "depth_settings": 0}).identity()
+    assert "depth_settings" not in config_from_dict({**base, "depth_settings": 0, "allow_unvalidated": True}).identity()
     assert config_from_dict({**base, "depth_settings": 4}).identity()["depth_settings"] == 4
     with pytest.raises(ConfigError, match="depth_settings=2: needs placement_design=matched"):
         config_from_dict({**base, "depth_settings": 2, "placement_design": "legacy", "allow_unvalidated": True})
@@ -576,7 +577,7 @@ def test_depth_only_settings_leave_the_vpt_settings_byte_identical(tiny, tmp_pat
 
     from tasks.threedpc.build import basic_scene_rows, load_build_scene, scene_dir
 
-    cfg = config_from_dict({**TINY, "out": str(tmp_path / "d"), "depth_settings": 0})
+    cfg = config_from_dict({**TINY, "out": str(tmp_path / "d"), "depth_settings": 0, "allow_unvalidated": True})
     scene = load_build_scene(cfg, "hydrant_01")
     final = scene_dir(cfg, scene, "train")
     tmp = tmp_path / "tmp"

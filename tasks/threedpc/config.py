@@ -476,6 +476,9 @@ VALIDATED_WHY = {
     "out_of_view_fraction_high": "not measured above 0.6, where the 2D orientation rule (reported, not gated) "
                                  "already reaches 0.847 (oov60)",
     "placement_design": "the design before issue 10, kept to show that the audit catches its layout cues",
+    "depth_settings": "depth order on the VPT images (the paper's protocol) is given away by the framing (the nearer "
+                      "prop always lies further from the image centre: depth centre_offset_diff AUC 0.000 in all 20 "
+                      "sweep builds) and by the observer's gaze",
 }
 
 
@@ -494,7 +497,8 @@ def outside_validated_range(cfg: BuildConfig) -> list[str]:
     """What in ``cfg`` lies outside the validated range (one sentence each, naming the field and value;
     empty: inside). The sweep varies scene subsets, settings (10-16), frames (3-8; the default build has 50),
     seeds, image size (192-384) and the facing-away share; options it does not vary are not checked here (the
-    build's own audit still gates them when it has enough test placements)."""
+    build's own audit still gates them when it has enough test placements). ``depth_settings=0`` (depth on the
+    VPT images) is refused as well: its depth items carry two cues that order them."""
     out = []
     if cfg.frames < MIN_FRAMES:
         out.append(f"frames={cfg.frames} is below {MIN_FRAMES}: {VALIDATED_WHY['frames']}")
@@ -507,6 +511,8 @@ def outside_validated_range(cfg: BuildConfig) -> list[str]:
                    + f": {VALIDATED_WHY['out_of_view_fraction' if share < lo else 'out_of_view_fraction_high']}")
     if cfg.placement_design == "legacy":
         out.append(f"placement_design=legacy: {VALIDATED_WHY['placement_design']}")
+    if not cfg.depth_settings:  # depth on the VPT images: see VALIDATED_WHY (29 Nov)
+        out.append(f"depth_settings=0: {VALIDATED_WHY['depth_settings']}")
     return out
 
 
