@@ -156,7 +156,7 @@ def _outside_range(key: str) -> tuple[str, ...]:  # a Hydra compose per configur
 def _range_cell(c: dict) -> str:
     """The configurations table's cell: inside, or the fields outside the validated range."""
     why = outside_range(c)
-    return "inside" if not why else "outside: " + ", ".join(w.split(" ", 1)[0] for w in why)
+    return "inside" if not why else "outside: " + ", ".join(w.split(" ", 1)[0].rstrip(":") for w in why)
 
 
 def _overrides(c: dict, folder: Path, workers: int) -> list[str]:
@@ -374,7 +374,8 @@ def markdown(rows, records: dict, argv: list[str], orient=None, rep=None, grid=N
              "## Configurations", "",
              "The builder refuses options outside its validated range (`tasks.threedpc.config.outside_validated_range`: "
              f"frames >= {MIN_FRAMES}, facing-away share of a scene's not-visible settings in "
-             f"[{FACING_AWAY_SHARE[0]:.2f}, {FACING_AWAY_SHARE[1]:.2f}] after rounding) unless `allow_unvalidated=true`; "
+             f"[{FACING_AWAY_SHARE[0]:.2f}, {FACING_AWAY_SHARE[1]:.2f}] after rounding, the matched placement design, "
+             "depth on settings of its own: `depth_settings` > 0) unless `allow_unvalidated=true`; "
              "the sweep builds the configurations outside it with that flag, to show why they are refused. "
              + _range_verdict(rows, inside, beyond), "",
              *_config_table(rows, records, inside)]

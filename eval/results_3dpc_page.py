@@ -788,8 +788,8 @@ def validity_section(sweep_md: Path, page_dir: Path) -> str:
             if outside:
                 bad = [r[name] for r in outside if "FAIL" in r[res]]
                 note = (f"The builder refuses options outside its validated range unless `allow_unvalidated=true` "
-                         f"(`tasks.threedpc.config.outside_validated_range`; {len(outside)} sweep configurations lie "
-                         f"outside it, {len(bad)} of which {'fails' if len(bad) == 1 else 'fail'}: "
+                         f"(`tasks.threedpc.config.outside_validated_range`; {len(outside)} sweep "
+                         f"{'configuration lies' if len(outside) == 1 else 'configurations lie'} outside it, {len(bad)} of which {'fails' if len(bad) == 1 else 'fail'}: "
                          f"{', '.join(bad) or 'none'}; the second table, and the sweep page says why).\n\n")
         failed = [r for r in rows if "FAIL" in r[res]]
         where = cols.index("smallest margin (figure)") if "smallest margin (figure)" in cols else None
