@@ -111,8 +111,9 @@ DEPTH_OWN_SETTINGS = (
     "`depth_settings` placements per scene of their own (default 10), observer turned to a random direction; "
     "VPT-basic, VPT-Strategy and the human set unchanged (the human set's depth labels are those of its VPT images)",
     "on the VPT images the observer looks at the ball (or straight away from it), so whether it faces the viewer "
-    "gives the depth order: the audit's two-level rule ordered those depth items at 0.990, a raw-pixel regression "
-    "at 0.75 and a random-weight Lite0 probe at 0.62 (docs/validity.md, 29 Nov)")
+    "gives the depth order (the audit's two-level rule: 0.990), and cameras aimed at the props' midpoint show the "
+    "nearer prop further from the image centre (`centre_offset_diff`: AUC 0.000); a raw-pixel regression reached "
+    "0.75 and a random-weight Lite0 probe 0.62 on those items (docs/validity.md, 29 Nov)")
 
 
 def depth_own_settings(build) -> bool:
@@ -944,7 +945,8 @@ def two_level_text(base: pd.DataFrame, depth_own: bool = False) -> str:
     if depth_own:
         out.append(
             "\nDepth order: this build's depth items come from settings of their own whose observer is turned to a "
-            "random direction (`depth_settings`), so where it looks says nothing about which prop is nearer; the "
+            "random direction (`depth_settings`) and whose cameras aim so that neither prop lies further from the "
+            "image centre for being nearer, so where it looks or sits says nothing about which prop is nearer; the "
             "tree above reads the cues left in those images (height in the image and relative size are pictorial "
             "depth cues a person uses too; the audit keeps each single one inside AUC [0.10, 0.90], and "
             "`depth_cue_band` matches the items on them). " + vpt_text + "\n\n")

@@ -134,7 +134,8 @@ class BuildConfig:
         looks at the ball, so its facing gives the depth order exactly (AUC 0.000 on today's default build),
         and only the facing-away images dilute it.
     depth_settings: placements per basic-task scene made for the depth task alone (issue 35; the default since
-        29 Nov, 10 as many as the VPT settings; 0 keeps the paper's protocol of both tasks on the same images). In a
+        29 Nov: 10, as many as the VPT settings; 0 keeps the paper's protocol of both tasks on the same images and is
+        outside the validated range). In a
         VPT setting the observer looks at the ball (visible, occluded) or straight away from it (facing away), so
         whether it faces the viewer gives the depth order away: on builds with ``depth_settings=0`` the shortcut
         audit's two-level tree orders the depth items at 0.990 from that and where the lens points, a raw-pixel
