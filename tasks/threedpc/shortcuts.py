@@ -578,7 +578,7 @@ CUE_TEXT = {
     "observer_u": "observer's image x", "observer_v": "observer's image y (down)",
     "ball_u": "ball's image x", "ball_v": "ball's image y (down)",
     "height_diff": "ball higher in the image than the observer (observer_v - ball_v)",
-    "centre_offset_diff": "ball's distance from the image centre minus the observer's (image widths)",
+    "centre_offset_diff": "ball's distance from the image centre minus the observer's (fractions of the image size)",
     "ball_z": "ball height above ground (m)", "observer_z": "observer height above ground (m)",
     "size_ratio": "physical size ratio ball / observer",
     "projected_size_ratio": "projected size ratio (ball size/distance) / (observer size/distance)",
