@@ -354,7 +354,7 @@ def markdown(rows, records: dict, argv: list[str], orient=None, rep=None, grid=N
     import numpy as np
     import pandas as pd
 
-    from tasks.threedpc.config import FACING_AWAY_SHARE, MIN_FRAMES
+    from tasks.threedpc.config import validated_range_text
 
     names = list(dict.fromkeys(rows.config))
     beyond = [n for n in names if outside_range(records[n]["config"])]
@@ -373,9 +373,7 @@ def markdown(rows, records: dict, argv: list[str], orient=None, rep=None, grid=N
              *_reassembly_lines(records),
              "## Configurations", "",
              "The builder refuses options outside its validated range (`tasks.threedpc.config.outside_validated_range`: "
-             f"frames >= {MIN_FRAMES}, facing-away share of a scene's not-visible settings in "
-             f"[{FACING_AWAY_SHARE[0]:.2f}, {FACING_AWAY_SHARE[1]:.2f}] after rounding, the matched placement design, "
-             "depth on settings of its own: `depth_settings` > 0) unless `allow_unvalidated=true`; "
+             f"{validated_range_text()}) unless `allow_unvalidated=true`; "
              "the sweep builds the configurations outside it with that flag, to show why they are refused. "
              + _range_verdict(rows, inside, beyond), "",
              *_config_table(rows, records, inside)]

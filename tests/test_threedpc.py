@@ -460,14 +460,33 @@ def test_use_idle_cores_only_for_the_last_running_job(monkeypatch):
 
 
 # ------------------------------------------------------------------- the validated range (issue 35.4, 29 Nov)
-@pytest.mark.parametrize("option, value, field", [
+OUTSIDE_CASES = [
     ("frames", 2, "frames=2 is below 3"),
     ("out_of_view_fraction", 0.2, "out_of_view_fraction=0.2 makes 1 of the 5 not-visible settings per scene face "
                                   "away (0.20), outside [0.33, 0.60]"),
     ("out_of_view_fraction", 0.7, "out_of_view_fraction=0.7 makes 4 of the 5"),
     ("placement_design", "legacy", "placement_design=legacy"),
     ("depth_settings", 0, "depth_settings=0"),
-])
+]
+
+
+def test_every_range_rule_is_breached_by_a_refusal_case():
+    """The refusal cases together break every rule of ``VALIDATED_RANGE`` (a new rule needs a case), and each
+    breaks the rule its message names."""
+    from tasks.threedpc.config import VALIDATED_RANGE
+
+    base = {**TINY, "settings": 10, "out": "x", "allow_unvalidated": True}
+    hit = set()
+    for option, value, field in OUTSIDE_CASES:
+        extra = {"depth_settings": 0} if option == "placement_design" else {}  # the legacy design needs it
+        cfg = config_from_dict({**base, **extra, option: value})
+        broken = {i: r.breach(cfg) for i, r in enumerate(VALIDATED_RANGE) if r.breach(cfg)}
+        assert any(m.startswith(field) for m in broken.values()), (option, broken)
+        hit.update(i for i, m in broken.items() if m.startswith(field))
+    assert hit == set(range(len(VALIDATED_RANGE)))
+
+
+@pytest.mark.parametrize("option, value, field", OUTSIDE_CASES)
 def test_builder_refuses_options_outside_the_validated_range(tmp_path, option, value, field):
     """Options outside the range over which every validity-sweep configuration passed its shortcut audit are
     refused before anything is written, with one line naming the field, its value and the way out; with

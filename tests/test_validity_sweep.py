@@ -91,7 +91,11 @@ def test_margins_and_the_report_say_which_configuration_fails_and_by_how_much():
     good = next(x for x in lines if x.startswith("| good |"))
     bad_line = next(x for x in lines if x.startswith("| bad |"))
     assert "PASS" in good and "+0.050 (vpt lens_points_at_ball_2d)" in good
-    # the builder's validated range: its own column, and the verdict counts only the configurations inside it
+    # the builder's validated range: stated from its rules, its own column, and the verdict counts only the
+    # configurations inside it
+    from tasks.threedpc.config import validated_range_text
+
+    assert f"outside_validated_range`: {validated_range_text()})" in md
     assert "| default | inside |" in good and "| default | outside: frames=2 |" in bad_line
     assert ("**1 of 1 configurations inside the validated range pass.** Outside it (1, built with "
             "`allow_unvalidated=true`): bad fails.") in md

@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from typing import Any
+from typing import Any, Callable
 
 from ..labels import LabelRules
 from ..placement import DESIGNS, PropStyle
@@ -494,27 +494,65 @@ def facing_away_share(cfg: BuildConfig) -> float:
     return facing_away_settings(cfg.settings, cfg.out_of_view_fraction) / (cfg.settings // 2)
 
 
-def outside_validated_range(cfg: BuildConfig) -> list[str]:
-    """What in ``cfg`` lies outside the validated range (one sentence each, naming the field and value;
-    empty: inside). The sweep varies scene subsets, settings (10-16), frames (3-8; the default build has 50),
-    seeds, image size (192-384) and the facing-away share; options it does not vary are not checked here (the
-    build's own audit still gates them when it has enough test placements). ``depth_settings=0`` (depth on the
-    VPT images) is refused as well: its depth items carry two cues that order them."""
-    out = []
-    if cfg.frames < MIN_FRAMES:
-        out.append(f"frames={cfg.frames} is below {MIN_FRAMES}: {VALIDATED_WHY['frames']}")
+def _frames_breach(cfg: BuildConfig) -> str | None:
+    if cfg.frames >= MIN_FRAMES:
+        return None
+    return f"frames={cfg.frames} is below {MIN_FRAMES}: {VALIDATED_WHY['frames']}"
+
+
+def _facing_away_breach(cfg: BuildConfig) -> str | None:
     lo, hi = FACING_AWAY_SHARE
     share = facing_away_share(cfg)
-    if not lo - 1e-9 <= share <= hi + 1e-9:
-        n, half = facing_away_settings(cfg.settings, cfg.out_of_view_fraction), cfg.settings // 2
-        out.append(f"out_of_view_fraction={cfg.out_of_view_fraction} makes {n} of the {half} not-visible settings "
-                   f"per scene face away ({share:.2f}), outside [{lo:.2f}, {hi:.2f}]"
-                   + f": {VALIDATED_WHY['out_of_view_fraction' if share < lo else 'out_of_view_fraction_high']}")
-    if cfg.placement_design == "legacy":
-        out.append(f"placement_design=legacy: {VALIDATED_WHY['placement_design']}")
-    if not cfg.depth_settings:  # depth on the VPT images: see VALIDATED_WHY (29 Nov)
-        out.append(f"depth_settings=0: {VALIDATED_WHY['depth_settings']}")
-    return out
+    if lo - 1e-9 <= share <= hi + 1e-9:
+        return None
+    n, half = facing_away_settings(cfg.settings, cfg.out_of_view_fraction), cfg.settings // 2
+    return (f"out_of_view_fraction={cfg.out_of_view_fraction} makes {n} of the {half} not-visible settings "
+            f"per scene face away ({share:.2f}), outside [{lo:.2f}, {hi:.2f}]"
+            f": {VALIDATED_WHY['out_of_view_fraction' if share < lo else 'out_of_view_fraction_high']}")
+
+
+def _design_breach(cfg: BuildConfig) -> str | None:
+    if cfg.placement_design != "legacy":
+        return None
+    return f"placement_design=legacy: {VALIDATED_WHY['placement_design']}"
+
+
+def _depth_settings_breach(cfg: BuildConfig) -> str | None:
+    if cfg.depth_settings:
+        return None
+    return f"depth_settings=0: {VALIDATED_WHY['depth_settings']}"  # depth on the VPT images (29 Nov)
+
+
+@dataclasses.dataclass(frozen=True)
+class RangeRule:
+    """One condition of the validated range: ``inside`` states it (the docs and the sweep page print it),
+    ``breach`` returns the sentence naming the field and value when a config lies outside it (None: inside)."""
+
+    inside: str
+    breach: Callable[[BuildConfig], str | None]
+
+
+VALIDATED_RANGE = (
+    RangeRule(f"frames >= {MIN_FRAMES}", _frames_breach),
+    RangeRule(f"facing-away share of a scene's not-visible settings in [{FACING_AWAY_SHARE[0]:.2f}, "
+              f"{FACING_AWAY_SHARE[1]:.2f}] after rounding", _facing_away_breach),
+    RangeRule("the matched placement design", _design_breach),
+    RangeRule("depth on settings of its own: `depth_settings` > 0", _depth_settings_breach),
+)
+
+
+def validated_range_text() -> str:
+    """The validated range in words, one clause per :data:`VALIDATED_RANGE` rule."""
+    return ", ".join(r.inside for r in VALIDATED_RANGE)
+
+
+def outside_validated_range(cfg: BuildConfig) -> list[str]:
+    """What in ``cfg`` lies outside the validated range (:data:`VALIDATED_RANGE`; one sentence each, naming the
+    field and value; empty: inside). The sweep varies scene subsets, settings (10-16), frames (3-8; the default
+    build has 50), seeds, image size (192-384) and the facing-away share; options it does not vary are not checked
+    here (the build's own audit still gates them when it has enough test placements). ``depth_settings=0`` (depth
+    on the VPT images) is refused as well: its depth items carry two cues that order them."""
+    return [b for b in (r.breach(cfg) for r in VALIDATED_RANGE) if b]
 
 
 def validate(cfg: BuildConfig) -> None:
