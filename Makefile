@@ -59,5 +59,7 @@ bench: setup
 	$(PY) benchmarks/eval.py
 	$(PY) benchmarks/experiment_load.py
 
+# removes the environment, the demo's output and caches; other folders under out/ (builds, results folders
+# of hours of model runs) are kept: delete them by hand
 clean:
-	rm -rf $(VENV) out .pytest_cache
+	rm -rf $(VENV) $(DEMO_OUT) .pytest_cache

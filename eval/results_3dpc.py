@@ -113,7 +113,8 @@ class ExperimentConfig:
     steps: tuple[str, ...] = S.field(STEPS, "steps to run", choices=STEPS)
     probe_seeds: tuple[int, ...] = S.field((0, 1, 2), "probe seeds (the paper's 3)",
                                            check=S.non_empty("at least one seed"))
-    finetune_seeds: tuple[int, ...] = S.field((0,), "fine-tuning seeds", check=S.non_empty("at least one seed"))
+    finetune_seeds: tuple[int, ...] = S.field((0, 1, 2), "fine-tuning seeds (3, as the probes'; one before 29 Nov)",
+                                              check=S.non_empty("at least one seed"))
     finetune_epochs: int = S.field(30, "most fine-tuning epochs (the paper's 30)", check=S.at_least(1))
     finetune_patience: int = S.field(3, "fine-tuning epochs without a better validation loss before stopping",
                                      check=S.at_least(0))

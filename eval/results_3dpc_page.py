@@ -91,8 +91,9 @@ DEVIATIONS = (
      "train, 761 of 3,768 val images); test splits whole", "an epoch over every image costs about five times "
      "as much (cost table: `epoch_train` per image); neighbouring frames of a trajectory are nearly the same "
      "view with the same VPT label, so a spaced subset keeps most of what an epoch shows"),
-    ("fine-tuning seeds", "not stated", "`finetune_seeds` (default one seed)", "fine-tuning costs CPU-hours "
-     "here (cost table); probes keep the paper's 3 seeds"),
+    ("fine-tuning seeds", "not stated", "`finetune_seeds` (default 3 since 29 Nov; the `seeds` column says how "
+     "many finished)", "fine-tuning costs CPU-hours here (cost table) and the run resumes seed by seed: a page "
+     "made mid-run shows fewer"),
     ("models", "317 timm models, foundation models, VLMs", "EfficientNet-Lite0 and -Lite2 (ImageNet, pip "
      "packages) and random-weight controls", "the only pretrained weights reachable offline here: enough to "
      "test the pattern, not the ImageNet correlation"),

@@ -366,12 +366,13 @@ def _options(monkeypatch, argv: list[str]):
 
 def test_default_settings_keep_their_run_keys(experiment, monkeypatch, tmp_path):
     """The default plan's run ids (every default value enters a digest: n_boot, epochs, patience, workers,
-    frames, seeds) through the new CLI are those the argparse CLI computed."""
+    frames, seeds) through the new CLI are those the argparse CLI computed. The fine-tuning seeds' default
+    went from one to three on 29 Nov (the issue's 3 seeds): the old default is passed, so the keys stay pinned."""
     from eval.results_3dpc import run_keys
 
     o = _options(monkeypatch, ["run", f"build={experiment['build']}", f"results={tmp_path}",
                                f"observers={MODEL}@random", f"finetune_models=[{MODEL}@random]",
-                               f"cache_dir={experiment['tmp'] / 'cache'}"])
+                               f"cache_dir={experiment['tmp'] / 'cache'}", "finetune_seeds=[0]"])
     keys = run_keys(o.build, o.results, o.experiment())
     got = [(f"{j.kind} {j.target} {j.feature} {j.seed}", rid.rsplit("__", 1)[1]) for j, rid in keys]
     assert got == OLD_DEFAULT_KEYS
@@ -384,7 +385,7 @@ def test_default_settings_keep_their_run_keys(experiment, monkeypatch, tmp_path)
 # itself (deprecated, kept for one release), must give the same config: same values of the same types (repr).
 LITE0, LITE2 = "timm:tf_efficientnet_lite0", "timm:tf_efficientnet_lite2"
 _DEFAULTS = dict(observers=(LITE0, f"{LITE0}@random", LITE2, f"{LITE2}@random"), finetune_models=(LITE0, LITE2),
-                 steps=("probe", "layers", "finetune"), probe_seeds=(0, 1, 2), finetune_seeds=(0,), finetune_epochs=30,
+                 steps=("probe", "layers", "finetune"), probe_seeds=(0, 1, 2), finetune_seeds=(0, 1, 2), finetune_epochs=30,
                  finetune_patience=3, finetune_workers=1, finetune_frames=8, epochs_per_invocation=None, n_boot=10000,
                  batch_size=64, cache_dir=None)
 SPELLINGS = [
