@@ -59,7 +59,7 @@ bench: setup
 	$(PY) benchmarks/eval.py
 	$(PY) benchmarks/experiment_load.py
 
-# removes the environment, the demo's output and caches; other folders under out/ (builds, results folders
+# removes the environment, the demo's outputs and caches; other folders under out/ (builds, results folders
 # of hours of model runs) are kept: delete them by hand
 clean:
-	rm -rf $(VENV) $(DEMO_OUT) .pytest_cache
+	rm -rf $(VENV) $(DEMO_OUT) $(DEMO_OUT)_3dpc $(DEMO_OUT)_results .pytest_cache
