@@ -253,6 +253,7 @@ def orientation(table, limit: float = 0.65):
 # reported beside the gates (issue 35, 29 Nov): the two-level trees and the per-kind VPT contrasts of the cues
 # that give each kind of not-visible image away
 REPORTED = (("vpt", "tree", "two_level_tree"), ("depth", "tree", "two_level_tree"),
+            ("depth", "tree", "two_level_tree_image"),
             ("vpt", "contrast_auc", "props_midpoint_offset:occluded"),
             ("vpt", "contrast_auc", "lens_ball_angle:out_of_view"))
 
@@ -267,17 +268,21 @@ def _reported_lines(rep, names: list[str]) -> list[str]:
     """The markdown section of the ``REPORTED`` rows: one column per figure, one row per configuration."""
     if rep is None or not len(rep):
         return []
-    head = ["VPT two-level tree", "depth two-level tree", "VPT props_midpoint_offset, visible vs occluded (AUC)",
-            "VPT lens_ball_angle, visible vs facing away (AUC)"]
+    head = ["VPT two-level tree", "depth two-level tree", "depth two-level tree, image cues only",
+            "VPT props_midpoint_offset, visible vs occluded (AUC)", "VPT lens_ball_angle, visible vs facing away (AUC)"]
     lines = ["", "## Reported, not gated: two-level rules and per-kind contrasts", "",
              "A two-level decision tree on all of the audit's cues (three thresholds at most, fitted on train, test "
              "accuracy) and two single cues on the visible images against one kind of not-visible image "
              "(`contrast_auc` rows). The pooled single-cue AUCs above can sit inside their gates while each kind of "
              "negative is given away by its own cue: the props' midpoint sits on the object in occluded images and "
-             "the lens points away from the ball in facing-away ones. The depth tree reads where the observer looks "
-             "(at the ball, or straight away from it) together with whether it faces the viewer: an observer that "
-             "looks at the ball with its back to the viewer has the ball beyond it. See docs/results.md, \"What a "
-             "two-level rule can do\".", "",
+             "the lens points away from the ball in facing-away ones. On depth items posed on the VPT images "
+             "(`base_shared`) the depth tree reads where the observer looks (at the ball, or straight away from it) "
+             "together with whether it faces the viewer: an observer that looks at the ball with its back to the "
+             "viewer has the ball beyond it. On depth settings of their own, its strongest splits pair the size in the "
+             "image (`pixel_ratio`) with the props' physical sizes (`size_ratio`), a scene parameter no image shows: "
+             "together they are the distance ratio, i.e. the label; the tree on image cues only (`IMAGE_CUES` of "
+             "`tasks/threedpc/shortcuts.py`) is what an image allows. The fitted rules are in each build's "
+             "`shortcut_audit.csv` (`description`). See docs/results.md, \"What a two-level rule can do\".", "",
              "| config | " + " | ".join(head) + " |", "|---|" + "---|" * len(head)]
     for n in names:
         g = rep[rep.config == n]

@@ -914,17 +914,20 @@ def baseline_table(acc: pd.DataFrame, build, build_digests) -> pd.DataFrame:
                "pixels_ci": (f"[{pix['ci_low'].iloc[0]:.3f}, {pix['ci_high'].iloc[0]:.3f}]" if len(pix) else ""),
                "rule": float(rules["value"].iloc[0]) if len(rules) else float("nan"),
                "rule_name": str(rules["name"].iloc[0]) if len(rules) else ""}
-        tree = a[a["kind"] == "tree"]  # builds audited before 29 Nov have no tree row
-        row["tree"] = float(tree["value"].iloc[0]) if len(tree) else float("nan")
-        row["tree_ci"] = f"[{tree['ci_low'].iloc[0]:.3f}, {tree['ci_high'].iloc[0]:.3f}]" if len(tree) else ""
-        row["tree_text"] = str(tree["description"].iloc[0]).split(": ", 1)[-1] if len(tree) else ""
+        # builds audited before 29 Nov have no tree row, before 30 Nov no tree on image cues only
+        for col, name in (("tree", "two_level_tree"), ("tree_image", "two_level_tree_image")):
+            tree = a[(a["kind"] == "tree") & (a["name"] == name)]
+            row[col] = float(tree["value"].iloc[0]) if len(tree) else float("nan")
+            row[f"{col}_ci"] = f"[{tree['ci_low'].iloc[0]:.3f}, {tree['ci_high'].iloc[0]:.3f}]" if len(tree) else ""
+            row[f"{col}_text"] = str(tree["description"].iloc[0]).split(": ", 1)[-1] if len(tree) else ""
         for _, r in probes[probes["task"] == f"3dpc/{short}"].iterrows():
             row[r["observer"]] = f"{r['accuracy']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}] ({r['key']})"
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-BASELINE_COLUMNS = ("task", "pixels", "pixels_ci", "rule", "rule_name", "tree", "tree_ci", "tree_text")
+BASELINE_COLUMNS = ("task", "pixels", "pixels_ci", "rule", "rule_name", "tree", "tree_ci", "tree_text", "tree_image",
+                    "tree_image_ci", "tree_image_text")
 
 
 def two_level_text(base: pd.DataFrame, depth_own: bool = False) -> str:
@@ -939,6 +942,9 @@ def two_level_text(base: pd.DataFrame, depth_own: bool = False) -> str:
            "scored on the test scenes; reported, not gated) as fitted on this build:\n\n"]
     for _, b in have.iterrows():
         out.append(f"- {TASK_TITLES.get(b['task'], b['task'])}: {b['tree']:.3f} {b['tree_ci']}: `{b['tree_text']}`\n")
+        if np.isfinite(float(b.get("tree_image", np.nan))):
+            out.append(f"  - on image cues only (what the image shows, not scene parameters such as the props' "
+                       f"physical sizes): {b['tree_image']:.3f} {b['tree_image_ci']}: `{b['tree_image_text']}`\n")
     vpt_text = (
         "VPT: the tree takes the lens direction in the image first (facing-away negatives) and then a layout cue; on "
         "some of the sweep's builds the props' midpoint offset from the object (occluded negatives have the object "
@@ -950,7 +956,10 @@ def two_level_text(base: pd.DataFrame, depth_own: bool = False) -> str:
             "image centre for being nearer, so where it looks or sits says nothing about which prop is nearer; the "
             "tree above reads the cues left in those images (height in the image and relative size are pictorial "
             "depth cues a person uses too; the audit keeps each single one inside AUC [0.10, 0.90], and "
-            "`depth_cue_band` matches the items on them). " + vpt_text + "\n\n")
+            "`depth_cue_band` matches the items on them). Its cues include scene parameters no image shows: "
+            "the size in the image (`pixel_ratio`) beside the props' physical sizes (`size_ratio`) is their "
+            "distance ratio, which is the label itself, so the tree on image cues only is what an image allows. "
+            + vpt_text + "\n\n")
         return "".join(out)
     out.append(
         "\nDepth order: the observer looks at the ball in every visible and occluded image (and straight away from "

@@ -1,5 +1,6 @@
 """The 3D-PC shortcut audit (tasks/threedpc/shortcuts.py) on synthetic metadata: no rendering."""
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -7,7 +8,7 @@ import pytest
 
 from scenes.camera import Camera
 from tasks.threedpc.shortcuts import (
-    AuditConfig, ShortcutAuditFailed, audit_markdown, enforce, failed_gates, failure_message, image_features,
+    AuditConfig, IMAGE_CUES, ShortcutAuditFailed, audit_markdown, enforce, failed_gates, failure_message, image_features,
     shortcut_audit, shortcut_cues, weighted_auc,
 )
 
@@ -277,9 +278,14 @@ def test_contrast_rows_find_a_cue_the_pooled_auc_hides_and_the_tree_uses_it():
     # a one-threshold rule cannot use the cue, a two-level tree can: both thresholds, every test frame right
     tree = vpt.loc[("tree", "two_level_tree")]
     assert tree.value == 1.0 and "size_ratio <=" in tree.description and np.isnan(tree.gate_low)
+    # the physical size ratio is a scene parameter no image shows: the image-cue tree cannot use it
+    image_tree = vpt.loc[("tree", "two_level_tree_image")]
+    used = set(re.findall(r"([a-z_]+) <=", image_tree.description))
+    assert used and used <= IMAGE_CUES and "size_ratio" not in image_tree.description
+    assert "image cues:" in image_tree.description and not image_tree.enforced
     md = audit_markdown(table, cfg)
     assert "- visible vs occluded" in md and "size_ratio 1.00" in md and "size_ratio 0.00" in md
     assert "contrast_auc" not in md.split("VPT contrasts")[0]  # not in the main table
     # without vpt_reason (an older build's table) there are no contrast rows, and the audit still runs
     old = shortcut_audit(meta.drop(columns="vpt_reason"), None, cfg)
-    assert not (old.kind == "contrast_auc").any() and (old.kind == "tree").sum() == 2
+    assert not (old.kind == "contrast_auc").any() and (old.kind == "tree").sum() == 4

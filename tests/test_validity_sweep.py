@@ -116,8 +116,8 @@ def test_margins_and_the_report_say_which_configuration_fails_and_by_how_much():
     assert len(rep) == 4 and set(rep.kind) == {"tree", "contrast_auc"}
     lines = sweep.markdown(rows, records, ["--out", "x"], rep=rep).splitlines()
     good = next(x for x in lines if x.startswith("| good | 0.910"))
-    assert good.count(" | ") == 4 and "| 0.990 (" in good and "| 0.000 (" in good
-    assert next(x for x in lines if x.startswith("| bad | 0.620")).endswith("|  |  |  |")
+    assert good.count(" | ") == 5 and "| 0.990 (" in good and "| 0.000 (" in good
+    assert next(x for x in lines if x.startswith("| bad | 0.620")).endswith("|  |  |  |  |")
 
 
 def test_unknown_configuration_is_refused_with_one_error_line(tmp_path):

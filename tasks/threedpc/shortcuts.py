@@ -496,6 +496,12 @@ def audit_task(df, task: str, cfg: AuditConfig, pixels: np.ndarray | None = None
     tree = [c for c in cue_names if c not in TASK_CUES.get(task, ())]
     pred, text = tree_fit_predict(df[tree], y, tr, te, cfg.seed)
     rows.append(acc_row("tree", "two_level_tree", pred, text))
+    # the same tree on what the image shows (IMAGE_CUES): the one above may pair an image cue with a scene
+    # parameter no image shows (pixel_ratio with the props' physical size_ratio gives their distance ratio)
+    image = [c for c in tree if c in IMAGE_CUES]
+    if image:
+        pred, text = tree_fit_predict(df[image], y, tr, te, cfg.seed)
+        rows.append(acc_row("tree", "two_level_tree_image", pred, text.replace(" cues: ", " image cues: ", 1)))
 
     if pixels is not None:
         itr = np.flatnonzero(tr)
@@ -594,6 +600,13 @@ CUE_TEXT = {
     "mean_r": "mean image red", "mean_g": "mean image green", "mean_b": "mean image blue",
 }
 CUE_ORDER = tuple(CUE_TEXT)
+# cues a viewer can measure in the image itself (positions, sizes and visible fractions in pixels, the lens
+# direction as drawn, colour); the others are scene parameters (3D distances, heights, physical sizes, facing in
+# 3D) that a person or a network has to infer
+IMAGE_CUES = frozenset({
+    "screen_separation", "object_between", "props_midpoint_offset", "observer_u", "observer_v", "ball_u", "ball_v",
+    "height_diff", "centre_offset_diff", "pixel_ratio", "lens_ball_angle", "ball_visible_fraction",
+    "observer_visible_fraction", "mean_r", "mean_g", "mean_b"})
 # cues that are part of a task's definition (reported, never gated): whether the ball lies in the
 # observer's field of view is half of "can the camera see the ball"
 TASK_CUES = {"vpt": ("observer_faces_ball",)}
