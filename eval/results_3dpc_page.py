@@ -957,8 +957,8 @@ def two_level_text(base: pd.DataFrame, depth_own: bool = False) -> str:
             "tree above reads the cues left in those images (height in the image and relative size are pictorial "
             "depth cues a person uses too; the audit keeps each single one inside AUC [0.10, 0.90], and "
             "`depth_cue_band` matches the items on them). Its cues include scene parameters no image shows: "
-            "the size in the image (`pixel_ratio`) beside the props' physical sizes (`size_ratio`) is their "
-            "distance ratio, which is the label itself, so the tree on image cues only is what an image allows. "
+            "the props' size ratio in the image (`pixel_ratio`, `projected_size_ratio`) beside their physical size "
+            "ratio (`size_ratio`) is their distance ratio, which is the label itself, so the tree on image cues only is what an image allows. "
             + vpt_text + "\n\n")
         return "".join(out)
     out.append(
