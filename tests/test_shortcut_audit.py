@@ -281,7 +281,7 @@ def test_contrast_rows_find_a_cue_the_pooled_auc_hides_and_the_tree_uses_it():
     # the physical size ratio is a scene parameter no image shows: the image-cue tree cannot use it
     image_tree = vpt.loc[("tree", "two_level_tree_image")]
     used = set(re.findall(r"([a-z_]+) <=", image_tree.description))
-    assert used and used <= IMAGE_CUES and "size_ratio" not in image_tree.description
+    assert used and used <= IMAGE_CUES and "size_ratio" not in used
     assert "image cues:" in image_tree.description and not image_tree.enforced
     md = audit_markdown(table, cfg)
     assert "- visible vs occluded" in md and "size_ratio 1.00" in md and "size_ratio 0.00" in md
