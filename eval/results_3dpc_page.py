@@ -839,6 +839,8 @@ def why_not(verdict: pd.DataFrame, acc: pd.DataFrame, curves: pd.DataFrame, base
                     out.append(f"- **{claim}, {obs}:** validation accuracy by epoch {curve_text(val)}"
                                f" (`{c['run_id']}`); its training accuracy was not recorded (trained before it was "
                                "logged), so overfitting and not learning cannot be told apart for this run.")
+        elif claim == "probe: depth ≫ VPT-basic":
+            out += _depth_probe_why(obs, main, acc, base)
         elif claim in ("random-weight control at chance", "probe: VPT-basic near chance"):
             tasks = ["3dpc/depth", "3dpc/vpt"] if claim.startswith("random") else ["3dpc/vpt"]
             method = main[(main["observer"] == obs) & (main["method"] == "probe") & main["task"].isin(tasks)]
@@ -852,6 +854,34 @@ def why_not(verdict: pd.DataFrame, acc: pd.DataFrame, curves: pd.DataFrame, base
                            f"regression {px:.3f} {ci}: image statistics alone reach that far, no 3D understanding is "
                            "needed for it (section 'Probes beside what needs no network').")
     return out
+
+
+def _depth_probe_why(obs: str, main: pd.DataFrame, acc: pd.DataFrame, base: pd.DataFrame | None) -> list[str]:
+    """The bullet for "probe: depth ≫ VPT-basic" not holding: the depth probe of the pooled features beside what
+    needs no network (the build's raw-pixel regression and two-level rule on image cues, when ``build=`` is
+    given) and beside the best per-layer probe (stage features, spatial mean), so a reader sees whether the
+    depth order is in the images, in some stage of the network, or in neither read-out."""
+    sel = main[(main["observer"] == obs) & (main["method"] == "probe") & (main["task"] == "3dpc/depth")]
+    if not len(sel):
+        return []
+    r = sel.iloc[0]
+    text = (f"- **probe: depth ≫ VPT-basic, {obs}:** the depth probe of the pooled features is {r['accuracy']:.3f} "
+            f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}] ({r['key']})")
+    b = None if base is None else base[base["task"] == "3dpc/depth"]
+    if b is not None and len(b):
+        b = b.iloc[0]
+        text += f"; the build's raw-pixel regression reaches {b['pixels']:.3f} {b['pixels_ci']}"
+        if np.isfinite(float(b.get("tree_image", np.nan))):
+            text += f" and its two-level rule on image cues {b['tree_image']:.3f} {b['tree_image_ci']}"
+    layers = acc[(acc["observer"] == obs) & (acc["method"] == "probe") & (acc["task"] == "3dpc/depth")
+                 & ~acc["feature"].isin(WHOLE) & (acc["split"] == "test")]
+    if len(layers):
+        best = layers.sort_values("accuracy", ascending=False).iloc[0]
+        text += (f"; the best per-layer probe is `{best['feature']}` {best['accuracy']:.3f} "
+                 f"[{best['ci_low']:.3f}, {best['ci_high']:.3f}] ({best['key']})")
+    return [text + ". The depth order these images carry (relative size and height in the image: the build's "
+            "single-cue AUCs) is not what a linear read-out of the network's pooled features picks up (section "
+            "'Probes beside what needs no network'; per-layer probes in 'Per-layer probes')."]
 
 
 def finetune_curves(results, finished_run_ids) -> pd.DataFrame:

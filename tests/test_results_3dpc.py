@@ -516,10 +516,14 @@ def test_why_not_reads_the_curves_and_the_pixel_baseline():
                         row("3dpc/vpt", "finetune", "B", 0.50, 0.43, 0.57, "R2", "ft_b"),
                         row("3dpc/vpt", "finetune", "C", 0.52, 0.45, 0.59, "R3", "ft_c"),
                         row("3dpc/depth", "probe", "A (random)", 0.62, 0.58, 0.66, "R4"),
-                        row("3dpc/vpt", "probe", "A (random)", 0.50, 0.45, 0.55, "R5")])
+                        row("3dpc/vpt", "probe", "A (random)", 0.50, 0.45, 0.55, "R5"),
+                        row("3dpc/depth", "probe", "D", 0.53, 0.50, 0.56, "R6"),
+                        {**row("3dpc/depth", "probe", "D", 0.61, 0.57, 0.65, "R7"), "feature": "blocks.5"},
+                        {**row("3dpc/depth", "probe", "D", 0.58, 0.54, 0.62, "R8"), "feature": "blocks.3"}])
     verdict = pd.DataFrame([{"claim": "fine-tuning lifts VPT-basic", "observer": o, "holds": "no"} for o in "ABC"]
                            + [{"claim": "random-weight control at chance", "observer": "A (random)", "holds": "no"},
-                              {"claim": "probe: depth ≫ VPT-basic", "observer": "A", "holds": "yes"}])
+                              {"claim": "probe: depth ≫ VPT-basic", "observer": "A", "holds": "yes"},
+                              {"claim": "probe: depth ≫ VPT-basic", "observer": "D", "holds": "no"}])
     curves = pd.DataFrame([
         {"run_id": "ft_a", "val_accuracy": [0.5, 0.52], "train_accuracy": [0.6, 0.8]},
         {"run_id": "ft_b", "val_accuracy": [0.5, 0.51], "train_accuracy": [0.5, 0.53]},
@@ -527,12 +531,18 @@ def test_why_not_reads_the_curves_and_the_pixel_baseline():
     base = pd.DataFrame([{"task": "3dpc/depth", "pixels": 0.75, "pixels_ci": "[0.70, 0.80]"},
                          {"task": "3dpc/vpt", "pixels": 0.55, "pixels_ci": "[0.49, 0.61]"}])
     out = why_not(verdict, acc, curves, base)
-    assert len(out) == 4, out
+    assert len(out) == 5, out
+    # a depth probe below the pixel baseline: set beside it and beside the best stage (a stage, not the pooled)
+    assert out[4].startswith("- **probe: depth ≫ VPT-basic, D:** the depth probe of the pooled features is 0.530")
+    assert "raw-pixel regression reaches 0.750 [0.70, 0.80]" in out[4] and "`blocks.5` 0.610 [0.570, 0.650] (R7)" in out[4]
+    base_img = base.assign(tree_image=[0.69, np.nan], tree_image_ci=["[0.64, 0.74]", ""])
+    assert "two-level rule on image cues 0.690 [0.64, 0.74]" in why_not(verdict, acc, curves, base_img)[4]
     assert "fine-tuning lifts VPT-basic, A:" in out[0] and "overfitting" in out[0] and "0.600, 0.800" in out[0]
     assert "fine-tuning lifts VPT-basic, B:" in out[1] and "did not learn" in out[1]
     assert "fine-tuning lifts VPT-basic, C:" in out[2] and "not recorded" in out[2]
     assert "A (random), Depth order" in out[3] and "below the build's raw-pixel regression 0.750" in out[3]
-    assert why_not(verdict, acc, curves, None)[3:] == [], "without the build no pixel comparison is made"
+    without = why_not(verdict, acc, curves, None)
+    assert len(without) == 4 and "raw-pixel" not in without[3], "without the build no pixel comparison is made"
 
 
 def test_validity_section_counts_passing_configurations(tmp_path):
