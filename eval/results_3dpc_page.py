@@ -13,7 +13,8 @@ standing differences between the paper's setting and ours (:data:`CONTEXT`).
   (:func:`eval.stats.cluster_bootstrap_ci`: all trials of a drawn placement, every seed, are kept together).
   Each row has a key (``R1``…) whose run ids, weights and build are listed under "Provenance".
 * **Tests** (:func:`tests_table`): paired sign-flip tests (:func:`eval.stats.sign_flip_test`, 10,000 sign
-  patterns) over test placements of per-placement accuracies (pooled over seeds): depth vs VPT-basic (the
+  patterns) over test placements of per-placement accuracies (pooled over seeds; over scenes where two sides share
+  no placement, as depth items on settings of their own against VPT items): depth vs VPT-basic (the
   paper's Fig. 4B/5B contrast), fine-tuned vs probe, pretrained vs random weights, and each accuracy vs chance.
 * **Verdicts** (:func:`verdicts`): the paper's expected pattern, claim by claim, decided from the tests.
 * **Figures** (``<img>/results_*.png``): bars as the paper's Figs. 4A/B (probe), 5A/B (fine-tuned) and 6C
@@ -290,6 +291,15 @@ def placement_accuracy(trials: pd.DataFrame, run_ids, split: str) -> pd.Series:
     return t["correct"].astype(float).groupby(resampling_units(t)).mean()
 
 
+def scene_accuracy(trials: pd.DataFrame, run_ids, split: str) -> pd.Series:
+    """Accuracy per scene (the part of a trial's unit before ``/``) on ``split``, over the trials of ``run_ids``
+    (seeds pooled): the unit two tasks share when their items come from different placements of the same scenes
+    (depth items on settings of their own, ``depth_settings``)."""
+    t = trials[trials["run_id"].isin(list(run_ids)) & (trials["split"] == split)]
+    scenes = resampling_units(t).str.partition("/")[0]
+    return t["correct"].astype(float).groupby(scenes.to_numpy()).mean()
+
+
 def _paired(a: pd.Series, b: pd.Series, seed: int = 0) -> dict:
     both = pd.concat([a.rename("a"), b.rename("b")], axis=1, join="inner")
     if len(both) < 2:
@@ -315,10 +325,16 @@ def tests_table(trials: pd.DataFrame, acc: pd.DataFrame) -> pd.DataFrame:
         else:
             b = placement_accuracy(trials, runs(rb), rb["split"])
             lab_b = _row_title(rb)
+        unit = "placements"
+        if rb is not None and len(a.index.intersection(b.index)) < 2:
+            # no shared placements (depth on settings of its own): pair by scene, the unit both tasks share
+            a, b = (scene_accuracy(trials, runs(x), x["split"]) for x in (ra, rb))
+            unit = "scenes"
         r = _paired(a, b)
         rows.append({"test": test, "observer": observer, "a": _row_title(ra), "b": lab_b, "a_accuracy": ra["accuracy"],
                      "b_accuracy": CHANCE if rb is None else rb["accuracy"], "mean_difference": r["mean_difference"],
-                     "p_value": r["p_value"], "placements": r["n"],
+                     "p_value": r["p_value"], "placements": r["n"] if unit == "placements" else f"{r['n']} scenes",
+                     "unit": unit,
                      "keys": ",".join(x for x in (ra.get("key", ""), "" if rb is None else rb.get("key", "")) if x)})
 
     def pick(task, method, observer):
@@ -345,6 +361,15 @@ def tests_table(trials: pd.DataFrame, acc: pd.DataFrame) -> pd.DataFrame:
     for _, r in main.iterrows():
         add("vs chance", r["observer"], r, None)
     return pd.DataFrame(rows)
+
+
+def _difference_text(t) -> str:
+    """The paired test ``t`` (a :func:`tests_table` row) in words, naming its unit."""
+    if t.get("unit", "placements") == "scenes":
+        return (f"per-scene difference {t['mean_difference']:+.3f}, p {_fmt_p(t['p_value'])} over "
+                f"{t['placements']} (the two tasks' items come from different placements of the same test scenes)")
+    return (f"per-placement difference {t['mean_difference']:+.3f}, p {_fmt_p(t['p_value'])} over "
+            f"{t['placements']} placements")
 
 
 def _row_title(r) -> str:
@@ -394,8 +419,7 @@ def verdicts(acc: pd.DataFrame, tests: pd.DataFrame, planned=()) -> pd.DataFrame
             add("probe: depth ≫ VPT-basic", obs, NOT_RUN, "")
         else:
             add("probe: depth ≫ VPT-basic", obs, greater(t),
-                f"depth {cite(d)} vs VPT {cite(v)}; per-placement difference {t['mean_difference']:+.3f}, "
-                f"p {_fmt_p(t['p_value'])} over {t['placements']} placements")
+                f"depth {cite(d)} vs VPT {cite(v)}; " + _difference_text(t))
         if v is None:
             add("probe: VPT-basic near chance", obs, NOT_RUN, "")
         else:
@@ -1212,7 +1236,8 @@ def write_page(results, out_md, img_dir=None, n_boot: int = 10_000, build=None) 
                             pixels_t=[f"{v:.3f} {c}" for v, c in zip(base["pixels"], base["pixels_ci"])],
                             rule_t=[f"{v:.3f} ({n})" for v, n in zip(base["rule"], base["rule_name"])],
                             tree_t=[f"{v:.3f} {c}" if np.isfinite(v) else "" for v, c in
-                                    zip(base["tree"], base["tree_ci"])]).drop(columns=["tree"]).fillna("")
+                                    zip(base["tree"], base["tree_ci"])])
+        shown = shown.drop(columns=["tree", "tree_image"], errors="ignore").fillna("")
         p.append(_md_table(shown, {"task_t": "task", "pixels_t": "raw pixels, logistic regression [95% CI]",
                                    "rule_t": "best one-line rule", "tree_t": "two-level rule [95% CI]",
                                    **{o: f"probe: {o}" for o in observers}}))
@@ -1246,7 +1271,11 @@ def write_page(results, out_md, img_dir=None, n_boot: int = 10_000, build=None) 
              if not tests.empty else "_none_\n")
     p.append("\nPaired sign-flip randomisation tests (10,000 sign patterns, exact up to 16 units; two-sided) of the "
              "mean per-unit accuracy difference over the units both sides share (placements; VPT-Strategy: scenes; "
-             "seeds pooled); 'vs chance' compares each unit's accuracy with 0.5.\n\n")
+             "seeds pooled); 'vs chance' compares each unit's accuracy with 0.5."
+             + (" Where the two sides share no placement (depth items on settings of their own against VPT items) "
+                "the unit is the scene, and the `placements` cell says so." if (not tests.empty and "unit" in tests
+                                                                                and (tests["unit"] == "scenes").any())
+                else "") + "\n\n")
     p.append(VALIDITY_HEADING)
     p.append(validity_section(out_md.parent / "validity_sweep.md", out_md.parent))
     p.append("## Why our setting differs from the paper's\n\n")

@@ -617,3 +617,36 @@ def test_refresh_validity_rewrites_only_the_validity_section(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: page=") and "bare.md: no section '## Validity across build configurations'" in err
     assert len(err.splitlines()) == 1 and bare.read_text() == "# Results\n"
+
+
+def test_depth_against_vpt_pairs_by_scene_when_no_placement_is_shared():
+    """Depth items on settings of their own share no placement with the VPT items: the depth-vs-VPT test pairs
+    per-scene accuracies (sign-flip over the scenes both tasks have) and says so; a shared-placement pair keeps
+    the placement unit."""
+    from eval.results_3dpc_page import scene_accuracy, tests_table, verdicts
+
+    rows = []
+    for i, scene in enumerate(["bench_03", "car_03", "chair_03", "couch_03", "plant_03"]):
+        for k in range(4):  # depth: settings 10-11, right in every scene; VPT: settings 0-1, right in 1 of 4
+            rows.append({"run_id": "d", "split": "test", "cluster": f"{scene}/s{10 + k % 2}", "item_id": f"{i}{k}",
+                         "correct": True})
+            rows.append({"run_id": "v", "split": "test", "cluster": f"{scene}/s{k % 2}", "item_id": f"{i}{k}",
+                         "correct": k == 0})
+    trials = pd.DataFrame(rows)
+    assert scene_accuracy(trials, ["v"], "test").to_dict() == {s: 0.25 for s in
+                                                               ["bench_03", "car_03", "chair_03", "couch_03", "plant_03"]}
+
+    def acc_row(task, rid, a, key):
+        return {"task": task, "method": "probe", "observer": "M", "feature": "pooled", "split": "test",
+                "run_ids": rid, "accuracy": a, "ci_low": a - 0.05, "ci_high": a + 0.05, "key": key, "pretrained": True}
+
+    acc = pd.DataFrame([acc_row("3dpc/depth", "d", 1.0, "R1"), acc_row("3dpc/vpt", "v", 0.25, "R2")])
+    tests = tests_table(trials, acc)
+    t = tests[tests["test"] == "depth vs VPT-basic (linear probe)"].iloc[0]
+    assert t["unit"] == "scenes" and t["placements"] == "5 scenes" and t["mean_difference"] == pytest.approx(0.75)
+    assert t["p_value"] == pytest.approx(2 / 32)  # 5 scenes, all the same sign: exact 2 of 32 sign patterns
+    chance = tests[tests["test"] == "vs chance"]
+    assert set(chance["unit"]) == {"placements"} and set(chance["placements"]) == {10}
+    v = verdicts(acc, tests)
+    text = v[v["claim"] == "probe: depth ≫ VPT-basic"].iloc[0]["evidence"]
+    assert "per-scene difference +0.750" in text and "over 5 scenes (the two tasks' items come from different" in text
