@@ -100,7 +100,8 @@ DEVIATIONS = (
      "test the pattern, not the ImageNet correlation"),
     ("CIs", "S.E.M. over models / bootstrap over items", "cluster bootstrap over placements (scene, setting) of "
      "the seed-pooled trials", "frames of a placement share its label and nearly its image"),
-    ("sign-flip tests", "paired over models (depth vs VPT)", "paired over test placements, per model",
+    ("sign-flip tests", "paired over models (depth vs VPT)", "paired over test placements, per model (over "
+     "test scenes for depth vs VPT when depth has settings of its own)",
      "two models give no test over models (2 pairs: p >= 0.5 whatever the data)"),
     ("per-layer probes", "not in the paper (penultimate layer only)", "spatial mean of each EfficientNet stage",
      "asked by issue 35: which depth of the network carries which task"),
@@ -1135,7 +1136,7 @@ def write_page(results, out_md, img_dir=None, n_boot: int = 10_000, build=None) 
     p.append(_md_table(verdict, {"claim": "claim (paper)", "observer": "model", "holds": "holds here",
                                  "evidence": "evidence: accuracy [95% CI] (key)"}))
     p.append("\nA difference 'holds' when it has the paper's sign and p < 0.05 in a paired sign-flip test over "
-             "test placements; 'near chance' when the 95% CI contains 0.5 or the accuracy is at most the paper's "
+             "test placements (test scenes where the two sides share no placement); 'near chance' when the 95% CI contains 0.5 or the accuracy is at most the paper's "
              "best VPT probe (0.538; VPT-Strategy: its best fine-tuned 0.66); 'above humans' when the 95% CI lies "
              "above the paper's human accuracy.\n\n")
     curves = finetune_curves(res, set(summary["run_id"]))
