@@ -278,11 +278,10 @@ def _reported_lines(rep, names: list[str]) -> list[str]:
              "the lens points away from the ball in facing-away ones. On depth items posed on the VPT images "
              "(`base_shared`) the depth tree reads where the observer looks (at the ball, or straight away from it) "
              "together with whether it faces the viewer: an observer that looks at the ball with its back to the "
-             "viewer has the ball beyond it. On depth settings of their own, its splits pair the props' size ratio in the "
-             "image (`pixel_ratio` or `projected_size_ratio`) with their physical size ratio (`size_ratio`), a scene "
-             "parameter no image shows: "
-             "together they are the distance ratio, i.e. the label; the tree on image cues only (`IMAGE_CUES` of "
-             "`tasks/threedpc/shortcuts.py`) is what an image allows. The fitted rules are in each build's "
+             "viewer has the ball beyond it. On depth settings of their own, its splits pair the props' size ratio "
+             "in the image (`pixel_ratio` or `projected_size_ratio`) with their physical size ratio (`size_ratio`), a "
+             "scene parameter no image shows: together they are the distance ratio, i.e. the label; the tree on "
+             "image cues only (`IMAGE_CUES` of `tasks/threedpc/shortcuts.py`) is what an image allows. The fitted rules are in each build's "
              "`shortcut_audit.csv` (`description`). See docs/results.md, \"What a two-level rule can do\".", "",
              "| config | " + " | ".join(head) + " |", "|---|" + "---|" * len(head)]
     for n in names:

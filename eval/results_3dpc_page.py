@@ -1013,7 +1013,8 @@ def two_level_text(base: pd.DataFrame, depth_own: bool = False) -> str:
             "depth cues a person uses too; the audit keeps each single one inside AUC [0.10, 0.90], and "
             "`depth_cue_band` matches the items on them). Its cues include scene parameters no image shows: "
             "the props' size ratio in the image (`pixel_ratio`, `projected_size_ratio`) beside their physical size "
-            "ratio (`size_ratio`) is their distance ratio, which is the label itself, so the tree on image cues only is what an image allows. "
+            "ratio (`size_ratio`) is their distance ratio, which is the label itself, so the tree on image cues "
+            "only is what an image allows. "
             + vpt_text + "\n\n")
         return "".join(out)
     out.append(
@@ -1136,7 +1137,8 @@ def write_page(results, out_md, img_dir=None, n_boot: int = 10_000, build=None) 
     p.append(_md_table(verdict, {"claim": "claim (paper)", "observer": "model", "holds": "holds here",
                                  "evidence": "evidence: accuracy [95% CI] (key)"}))
     p.append("\nA difference 'holds' when it has the paper's sign and p < 0.05 in a paired sign-flip test over "
-             "test placements (test scenes where the two sides share no placement); 'near chance' when the 95% CI contains 0.5 or the accuracy is at most the paper's "
+             "test placements (test scenes where the two sides share no placement); 'near chance' when the 95% CI "
+             "contains 0.5 or the accuracy is at most the paper's "
              "best VPT probe (0.538; VPT-Strategy: its best fine-tuned 0.66); 'above humans' when the 95% CI lies "
              "above the paper's human accuracy.\n\n")
     curves = finetune_curves(res, set(summary["run_id"]))

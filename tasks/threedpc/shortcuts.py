@@ -601,12 +601,12 @@ CUE_TEXT = {
 }
 CUE_ORDER = tuple(CUE_TEXT)
 # cues a viewer can measure in the image itself (positions, sizes and visible fractions in pixels, the props'
-# angular size ratio, the lens direction as drawn, colour); the others are scene parameters (3D distances, heights, physical sizes, facing in
-# 3D) that a person or a network has to infer
+# angular size ratio, the lens direction as drawn, colour); the others are scene parameters (3D distances,
+# heights, physical sizes, facing in 3D) that a person or a network has to infer
 IMAGE_CUES = frozenset({
     "screen_separation", "object_between", "props_midpoint_offset", "observer_u", "observer_v", "ball_u", "ball_v",
-    "height_diff", "centre_offset_diff", "pixel_ratio", "projected_size_ratio", "lens_ball_angle", "ball_visible_fraction",
-    "observer_visible_fraction", "mean_r", "mean_g", "mean_b"})
+    "height_diff", "centre_offset_diff", "pixel_ratio", "projected_size_ratio", "lens_ball_angle",
+    "ball_visible_fraction", "observer_visible_fraction", "mean_r", "mean_g", "mean_b"})
 # cues that are part of a task's definition (reported, never gated): whether the ball lies in the
 # observer's field of view is half of "can the camera see the ball"
 TASK_CUES = {"vpt": ("observer_faces_ball",)}
