@@ -285,20 +285,21 @@ def main_rows(acc: pd.DataFrame) -> pd.DataFrame:
     return acc[acc["feature"].isin(WHOLE) & (acc["split"] == acc["task"].map(EVAL_SPLIT))]
 
 
-def placement_accuracy(trials: pd.DataFrame, run_ids, split: str) -> pd.Series:
+def placement_accuracy(trials: pd.DataFrame, run_ids, split: str, per_scene: bool = False) -> pd.Series:
     """Accuracy per resampling unit (:func:`resampling_units`: placement; VPT-Strategy: scene) on ``split``,
-    over the trials of ``run_ids`` (seeds pooled)."""
+    over the trials of ``run_ids`` (seeds pooled); ``per_scene``: per scene instead (the unit's part before
+    ``/``)."""
     t = trials[trials["run_id"].isin(list(run_ids)) & (trials["split"] == split)]
-    return t["correct"].astype(float).groupby(resampling_units(t)).mean()
+    units = resampling_units(t)
+    if per_scene:
+        units = units.str.partition("/")[0]
+    return t["correct"].astype(float).groupby(units.to_numpy()).mean()
 
 
 def scene_accuracy(trials: pd.DataFrame, run_ids, split: str) -> pd.Series:
-    """Accuracy per scene (the part of a trial's unit before ``/``) on ``split``, over the trials of ``run_ids``
-    (seeds pooled): the unit two tasks share when their items come from different placements of the same scenes
-    (depth items on settings of their own, ``depth_settings``)."""
-    t = trials[trials["run_id"].isin(list(run_ids)) & (trials["split"] == split)]
-    scenes = resampling_units(t).str.partition("/")[0]
-    return t["correct"].astype(float).groupby(scenes.to_numpy()).mean()
+    """:func:`placement_accuracy` per scene: the unit two tasks share when their items come from different
+    placements of the same scenes (depth items on settings of their own, ``depth_settings``)."""
+    return placement_accuracy(trials, run_ids, split, per_scene=True)
 
 
 def _paired(a: pd.Series, b: pd.Series, seed: int = 0) -> dict:
@@ -816,7 +817,8 @@ def validity_section(sweep_md: Path, page_dir: Path) -> str:
                 bad = [r[name] for r in outside if "FAIL" in r[res]]
                 note = (f"The builder refuses options outside its validated range unless `allow_unvalidated=true` "
                          f"(`tasks.threedpc.config.outside_validated_range`; {len(outside)} sweep "
-                         f"{'configuration lies' if len(outside) == 1 else 'configurations lie'} outside it, {len(bad)} of which {'fails' if len(bad) == 1 else 'fail'}: "
+                         f"{'configuration lies' if len(outside) == 1 else 'configurations lie'} outside it, "
+                         f"{len(bad)} of which {'fails' if len(bad) == 1 else 'fail'}: "
                          f"{', '.join(bad) or 'none'}; the second table, and the sweep page says why).\n\n")
         failed = [r for r in rows if "FAIL" in r[res]]
         where = cols.index("smallest margin (figure)") if "smallest margin (figure)" in cols else None
@@ -1272,13 +1274,12 @@ def write_page(results, out_md, img_dir=None, n_boot: int = 10_000, build=None) 
                                "b_accuracy": "acc b", "mean_difference": "mean per-placement difference",
                                "p_t": "p (sign-flip)", "placements": "placements", "keys": "keys"})
              if not tests.empty else "_none_\n")
+    by_scene = not tests.empty and (tests["unit"] == "scenes").any()
     p.append("\nPaired sign-flip randomisation tests (10,000 sign patterns, exact up to 16 units; two-sided) of the "
              "mean per-unit accuracy difference over the units both sides share (placements; VPT-Strategy: scenes; "
              "seeds pooled); 'vs chance' compares each unit's accuracy with 0.5."
              + (" Where the two sides share no placement (depth items on settings of their own against VPT items) "
-                "the unit is the scene, and the `placements` cell says so." if (not tests.empty and "unit" in tests
-                                                                                and (tests["unit"] == "scenes").any())
-                else "") + "\n\n")
+                "the unit is the scene, and the `placements` cell says so." if by_scene else "") + "\n\n")
     p.append(VALIDITY_HEADING)
     p.append(validity_section(out_md.parent / "validity_sweep.md", out_md.parent))
     p.append("## Why our setting differs from the paper's\n\n")
