@@ -21,6 +21,9 @@ interrupted and split over sessions; ``epochs_per_invocation=N`` pauses fine-tun
 2. **Linear probes** (:func:`eval.probe.run_probe`, the paper's protocol, 3 seeds) of the pooled features on
    depth order, VPT-basic and VPT-Strategy (a VPT-basic probe tested on the VPT-Strategy images), and of
    every stage on depth order and VPT-basic (which depth of the network carries which task).
+2b. **Spatial read-out** (step ``spatial``): the same probe on the final feature map that the pooled features
+   average, read on a ``spatial_grid`` × ``spatial_grid`` grid of cells (:func:`spatial_tap`) for a model and its
+   random-weight control: whether what the pooled probe misses is in the network but in *where* things are.
 3. **Fine-tuning** (:func:`eval.finetune.run_finetune`, the paper's settings, early stopping on the build's
    held-out validation scenes) of the pretrained models in ``finetune_models`` on VPT-basic and on depth
    order; then the VPT-basic fine-tuned model, as kept by early stopping, on VPT-Strategy
@@ -75,7 +78,7 @@ FINETUNE_TARGETS = ("vpt", "depth")
 DEFAULT_OBSERVERS = ("timm:tf_efficientnet_lite0", "timm:tf_efficientnet_lite0@random",
                      "timm:tf_efficientnet_lite2", "timm:tf_efficientnet_lite2@random")
 DEFAULT_FINETUNE = ("timm:tf_efficientnet_lite0", "timm:tf_efficientnet_lite2")  # Lite2 last in the plan
-STEPS = ("probe", "layers", "finetune")
+STEPS = ("probe", "layers", "spatial", "finetune")
 
 class ExperimentError(ValueError):
     """A setting or input of the experiment that cannot be used (one line for the user)."""
@@ -110,6 +113,10 @@ class ExperimentConfig:
     observers: tuple[str, ...] = S.field(DEFAULT_OBSERVERS, "models probed: '<model id>' or '<model id>@random'",
                                          check=S.non_empty("at least one observer"))
     finetune_models: tuple[str, ...] = S.field(DEFAULT_FINETUNE, "models fine-tuned (pretrained unless @random)")
+    spatial_observers: tuple[str, ...] | None = S.field(None, "models whose final feature map is also probed on a "
+                                                        "grid of cells (step spatial; null: the first pretrained "
+                                                        "and the first random-weight observer)")
+    spatial_grid: int = S.field(3, "cells per side of the spatial read-out (step spatial)", check=S.at_least(1))
     steps: tuple[str, ...] = S.field(STEPS, "steps to run", choices=STEPS)
     probe_seeds: tuple[int, ...] = S.field((0, 1, 2), "probe seeds (the paper's 3)",
                                            check=S.non_empty("at least one seed"))
@@ -126,9 +133,19 @@ class ExperimentConfig:
     batch_size: int = S.field(64, "images per extraction batch", check=S.at_least(1))
     cache_dir: str | None = S.field(None, "embedding cache (null: $VANTAGE_CACHE or ~/.cache/vantage)")
 
+    def spatial(self) -> tuple[str, ...]:
+        """The observers of step ``spatial``: ``spatial_observers``, or by default the first pretrained and the
+        first random-weight entry of ``observers`` (a model and its control: Lite0 and Lite0@random)."""
+        if self.spatial_observers is not None:
+            return tuple(self.spatial_observers)
+        kinds = {}
+        for o in self.observers:
+            kinds.setdefault(Observer.parse(o).pretrained, o)
+        return tuple(kinds[k] for k in (True, False) if k in kinds)
+
     def __post_init__(self):
         S.validate_config(self)
-        for text in (*self.observers, *self.finetune_models):
+        for text in (*self.observers, *self.finetune_models, *(self.spatial_observers or ())):
             Observer.parse(text)
         if self.finetune_frames is not None and self.finetune_frames < 1:
             raise S.not_allowed("finetune_frames", self.finetune_frames, ">= 1 or null")
@@ -158,6 +175,28 @@ def layer_taps(model_id: str) -> tuple[str, ...]:
         return tuple(f"blocks.{i}" for i in range(len(blocks)))
     info = getattr(m, "feature_info", None)
     return tuple(i["module"] for i in info) if info else ()
+
+
+def spatial_tap(model_id: str, grid: int) -> str:
+    """The tap of the spatial read-out (step ``spatial``): the model's final feature map, the one its pooled
+    features average, read on a ``grid`` × ``grid`` grid of cells (``<module>@grid<n>``, :func:`eval.zoo.split_tap`).
+    The final map is ``bn2`` for timm's EfficientNets and MobileNets (conv head, batch norm, activation: what
+    ``global_pool`` averages), else the last of :func:`layer_taps`. It tells whether a linear read-out that keeps
+    *where* in the image a feature responds finds what the pooled features do not (on the 3D-PC's depth items,
+    the props' heights and sizes in the image)."""
+    from .zoo import GRID, ModelId
+
+    mid = ModelId.parse(model_id)
+    name = None
+    if mid.library == "timm":
+        import timm
+
+        m = timm.create_model(mid.name, pretrained=False, num_classes=0)
+        name = "bn2" if hasattr(m, "bn2") else None
+    name = name or (layer_taps(model_id) or (None,))[-1]
+    if name is None:
+        raise ExperimentError(f"spatial_observers: {model_id} has no known final feature map to read on a grid")
+    return f"{name}{GRID}{grid}"
 
 
 # --------------------------------------------------------------------------------------------- cost ledger
@@ -303,7 +342,8 @@ def plan(cfg: ExperimentConfig, taps: dict | None = None) -> list[Job]:
     except the second and later random-weight controls; (2) their other seeds and VPT-Strategy probes; (3)
     fine-tuning of the first ``finetune_models`` entry on VPT-basic and its VPT-Strategy test; (4) the pooled
     probes of the remaining random controls; (5) per-layer probes (``taps``: observer → stage names); (6) the
-    first model's fine-tuning on depth; (7) the other fine-tuned models."""
+    spatial read-out of ``spatial_observers`` (:func:`spatial_tap`: the final map on a grid, a cache entry of its
+    own); (7) the first model's fine-tuning on depth; (8) the other fine-tuned models."""
     jobs: list[Job] = []
     steps, seeds = set(cfg.steps), cfg.probe_seeds
     # random-weight controls after the first come after the first fine-tuning (one control suffices early on)
@@ -334,6 +374,9 @@ def plan(cfg: ExperimentConfig, taps: dict | None = None) -> list[Job]:
     if "layers" in steps:
         jobs += [Job("probe", o, t, tap, s) for s in seeds for o in cfg.observers for tap in (taps or {}).get(o, ())
                  for t in LAYER_TARGETS]
+    if "spatial" in steps:
+        jobs += [Job("probe", o, t, spatial_tap(Observer.parse(o).model_id, cfg.spatial_grid), s)
+                 for o in cfg.spatial() for s in seeds for t in LAYER_TARGETS]
     if tuners:
         jobs += tune(tuners[0], ("depth",))
         for o in tuners[1:]:
@@ -395,6 +438,9 @@ def write_plan(results, cfg: ExperimentConfig, taps: dict) -> dict:
               "finetune_seeds": union("finetune_seeds", cfg.finetune_seeds),
               "taps": {**old.get("taps", {}), **({o: list(t) for o, t in taps.items()} if "layers" in cfg.steps
                                                   else {})}}
+    if "spatial" in cfg.steps or "spatial" in old:  # absent from plans made before the step
+        merged["spatial"] = {**old.get("spatial", {}), **({o: spatial_tap(Observer.parse(o).model_id, cfg.spatial_grid)
+                                                           for o in cfg.spatial()} if "spatial" in cfg.steps else {})}
     if merged != old:
         atomic_write_text(path, json.dumps(merged, indent=1) + "\n")
     return merged
@@ -429,17 +475,26 @@ class _Prober:
     def __init__(self, tasks, results, cfg, taps, progress):
         self.tasks, self.results, self.cfg, self.taps, self.progress = tasks, results, cfg, taps, progress
         self.build = build_identity(tasks["vpt"])
-        self.loaded = {}  # observer -> (loaded, identity, embeddings), kept: jobs alternate between observers
+        self.loaded = {}  # (observer, taps) -> (loaded, identity, embeddings), kept: jobs alternate between them
 
-    def embeddings(self, obs_text: str):
+    def taps_of(self, job: Job) -> tuple[str, ...]:
+        """The taps of the cache entry a job reads: the spatial read-out (``<module>@grid<n>``) has an entry of
+        its own (adding it to the stages' entry would change that entry's key, and so every earlier run id);
+        every other feature reads the observer's pooled + stages entry."""
+        from .zoo import GRID
+
+        return (job.feature,) if GRID in job.feature else tuple(self.taps.get(job.observer, ()))
+
+    def embeddings(self, obs_text: str, taps: tuple[str, ...] | None = None):
         from .embeddings import get_embeddings
 
-        if obs_text in self.loaded:
-            return self.loaded[obs_text]
+        taps = tuple(self.taps.get(obs_text, ())) if taps is None else tuple(taps)
+        if (obs_text, taps) in self.loaded:
+            return self.loaded[obs_text, taps]
         obs = Observer.parse(obs_text)
         from .embeddings import CHUNK, default_cache_dir
 
-        loaded = _load(obs, self.taps.get(obs_text, ()), fast=True)
+        loaded = _load(obs, taps, fast=True)
         ident = loaded.run_identity()
         # chunks an interrupted invocation left (eval.embeddings resumes them): not this invocation's cost
         folder = Path(self.cfg.cache_dir or default_cache_dir()) / loaded.model_id.slug
@@ -455,7 +510,7 @@ class _Prober:
                                       "images": n - resumed, "size": int(loaded.data_config["input_size"][-1]),
                                       "wall_s": c.wall, "cpu_s": c.cpu, "threads": _threads(), "started": _now(),
                                       "note": f"resumed after {resumed} images extracted earlier" if resumed else ""})
-        self.loaded[obs_text] = (loaded, ident, emb)
+        self.loaded[obs_text, taps] = (loaded, ident, emb)
         return loaded, ident, emb
 
     def rid(self, job: Job) -> str:
@@ -463,7 +518,7 @@ class _Prober:
         extracted)."""
         from .probe import ProbeConfig, ProbeMethod
 
-        _, ident, emb = self.embeddings(job.observer)
+        _, ident, emb = self.embeddings(job.observer, self.taps_of(job))
         pcfg = ProbeConfig(seeds=(job.seed,), n_boot=self.cfg.n_boot)
         return _run_id(ProbeMethod(self.tasks[job.target], pcfg, emb, job.feature, ident),
                        Observer.parse(job.observer).model_id, job.seed)
@@ -475,7 +530,7 @@ class _Prober:
         task = self.tasks[job.target]
         obs = Observer.parse(job.observer)
         pcfg = ProbeConfig(seeds=(job.seed,), n_boot=self.cfg.n_boot)
-        loaded, ident, emb = self.embeddings(job.observer)
+        loaded, ident, emb = self.embeddings(job.observer, self.taps_of(job))
         rid = self.rid(job)
         if run_done(self.results, rid):
             return

@@ -230,6 +230,11 @@ def accuracy_table(trials: pd.DataFrame, summary: pd.DataFrame, n_boot: int = 10
 
 
 WHOLE = ("pooled", "finetuned")  # features of the whole model: the paper's probe input, and fine-tuning
+GRID = "@grid"  # the spatial read-out's features: "<module>@grid<n>" (eval.zoo.split_tap), not a stage
+
+
+def is_spatial(feature) -> bool:
+    return GRID in str(feature)
 NOT_RUN = "not run (cost)"  # a planned cell without results (yet): the runs are resumable
 
 
@@ -263,6 +268,10 @@ def planned_cells(plan: dict) -> pd.DataFrame:
             for tap in plan.get("taps", {}).get(obs, ()):
                 for task in ("3dpc/depth", "3dpc/vpt"):
                     add(task, "probe", tap, obs, ("test",))
+    if "spatial" in steps:
+        for obs, tap in plan.get("spatial", {}).items():
+            for task in ("3dpc/depth", "3dpc/vpt"):
+                add(task, "probe", tap, obs, ("test",))
     if "finetune" in steps:
         for obs in plan.get("finetune_models", ()):
             for task in TASKS:
@@ -531,10 +540,12 @@ def cue_table(trials: pd.DataFrame, acc: pd.DataFrame, items: pd.DataFrame, top:
 
 def _features_cell(step: str, feature: str) -> str:
     if step == "probe":
-        return feature if feature in WHOLE else "stages"
+        return feature if feature in WHOLE or is_spatial(feature) else "stages"
     if step == "embeddings":  # "pooled,blocks.0,...": the pooled features and n stages, extracted together
-        n = len([f for f in str(feature).split(",") if f and f != "pooled"])
-        return f"pooled + {n} stages" if n else "pooled"
+        taps = [f for f in str(feature).split(",") if f and f != "pooled"]
+        grid = [f for f in taps if is_spatial(f)]
+        n = len(taps) - len(grid)
+        return " + ".join(["pooled", *([f"{n} stages"] if n else []), *grid])
     return str(feature)
 
 
@@ -636,12 +647,31 @@ def bars_figure(acc: pd.DataFrame, method: str, tasks=("3dpc/depth", "3dpc/vpt")
     return fig
 
 
+def spatial_table(probes: pd.DataFrame, todo: pd.DataFrame) -> pd.DataFrame:
+    """The spatial read-out beside the pooled probe: per (observer, task) with a planned or finished grid
+    feature, both test accuracies as ``acc [lo, hi] (key)`` cells (``NOT_RUN`` for a planned cell without
+    results). ``probes``: accuracy-table rows of probes on the test split; ``todo``: planned, not run."""
+    grid = pd.concat([probes[probes["feature"].map(is_spatial)], todo[todo["feature"].map(is_spatial)]],
+                     ignore_index=True)
+    rows = []
+    for (obs, task), g in grid.groupby(["observer", "task"], sort=False):
+        def cell(sel):
+            return _acc_cell(sel.iloc[0]) + f" ({sel.iloc[0]['key']})" if len(sel) else NOT_RUN
+
+        done = g[g["accuracy"].notna()] if "accuracy" in g else g.iloc[:0]
+        pooled = probes[(probes["observer"] == obs) & (probes["task"] == task) & (probes["feature"] == "pooled")]
+        rows.append({"observer": obs, "task": TASK_TITLES.get(task, task), "pooled": cell(pooled),
+                     "grid": cell(done), "feature": f"`{g['feature'].iloc[0]}`"})
+    return pd.DataFrame(rows, columns=["observer", "task", "pooled", "grid", "feature"])
+
+
 def layers_figure(acc: pd.DataFrame):
     """Per-layer probes: accuracy (test split, mean over seeds, placement CI as a band) against the network
     stage, one panel per task (depth, VPT-basic), one line per model; the pooled features as the last point."""
     from .figures.style import COLUMN_IN, FULL_IN, colour, new_figure, style
 
-    lay = acc[(acc["method"] == "probe") & (acc["split"] == "test") & acc["task"].isin(["3dpc/depth", "3dpc/vpt"])]
+    lay = acc[(acc["method"] == "probe") & (acc["split"] == "test") & acc["task"].isin(["3dpc/depth", "3dpc/vpt"])
+              & ~acc["feature"].map(is_spatial)]
     if (lay["feature"] == "pooled").all():
         raise ValueError("layers_figure: no per-layer probes")
     tasks = [t for t in ("3dpc/depth", "3dpc/vpt") if t in set(lay["task"])]
@@ -900,15 +930,30 @@ def _depth_probe_why(obs: str, main: pd.DataFrame, acc: pd.DataFrame, base: pd.D
         text += f"; the build's raw-pixel regression reaches {b['pixels']:.3f} {b['pixels_ci']}"
         if np.isfinite(float(b.get("tree_image", np.nan))):
             text += f" and its two-level rule on image cues {b['tree_image']:.3f} {b['tree_image_ci']}"
-    layers = acc[(acc["observer"] == obs) & (acc["method"] == "probe") & (acc["task"] == "3dpc/depth")
-                 & ~acc["feature"].isin(WHOLE) & (acc["split"] == "test")]
+    depth = acc[(acc["method"] == "probe") & (acc["task"] == "3dpc/depth") & (acc["split"] == "test")]
+    layers = depth[(depth["observer"] == obs) & ~depth["feature"].isin(WHOLE) & ~depth["feature"].map(is_spatial)]
     if len(layers):
         best = layers.sort_values("accuracy", ascending=False).iloc[0]
         text += (f"; the best per-layer probe is `{best['feature']}` {best['accuracy']:.3f} "
                  f"[{best['ci_low']:.3f}, {best['ci_high']:.3f}] ({best['key']})")
-    return [text + ". The depth order these images carry (relative size and height in the image: the build's "
-            "single-cue AUCs) is not what a linear read-out of the network's pooled features picks up (section "
-            "'Probes beside what needs no network'; per-layer probes in 'Per-layer probes')."]
+    text += (". The depth order these images carry (relative size and height in the image: the build's "
+             "single-cue AUCs) is not what a linear read-out of the network's pooled features picks up (section "
+             "'Probes beside what needs no network'; per-layer probes in 'Per-layer probes')")
+    grid = depth[(depth["observer"] == obs) & depth["feature"].map(is_spatial)]
+    if len(grid):
+        g = grid.iloc[0]
+        ctrl = depth[depth["feature"].eq(g["feature"]) & depth["observer"].str.contains("(random", regex=False)
+                     & depth["observer"].str.startswith(obs.split(" (")[0])]
+        rel = "above" if g["ci_low"] > r["ci_high"] else "within the CI of"
+        text += (f". Read on a grid that keeps where in the image the features respond (`{g['feature']}`), the "
+                 f"same network's final map reaches {g['accuracy']:.3f} [{g['ci_low']:.3f}, {g['ci_high']:.3f}] "
+                 f"({g['key']}), {rel} its pooled probe")
+        if len(ctrl):
+            c = ctrl.iloc[0]
+            text += (f"; with random weights the grid read-out gives {c['accuracy']:.3f} "
+                     f"[{c['ci_low']:.3f}, {c['ci_high']:.3f}] ({c['key']})")
+        text += " (section 'Spatial read-out')"
+    return [text + "."]
 
 
 def finetune_curves(results, finished_run_ids) -> pd.DataFrame:
@@ -1193,9 +1238,10 @@ def write_page(results, out_md, img_dir=None, n_boot: int = 10_000, build=None) 
     for stem, caption in figs:
         p.append(f"![{stem}]({Path(img.name if img.parent == out_md.parent else img) / (stem + '.png')})\n\n"
                  f"*{caption}.*\n\n" if stem else f"*{caption}*\n\n")
-    lay = acc[(acc["method"] == "probe") & (acc["split"] == "test") & acc["task"].isin(["3dpc/depth", "3dpc/vpt"])]
-    lay_todo = missing[(missing["method"] == "probe") & (missing["split"] == "test")
-                       & missing["task"].isin(["3dpc/depth", "3dpc/vpt"])]
+    probes = acc[(acc["method"] == "probe") & (acc["split"] == "test") & acc["task"].isin(["3dpc/depth", "3dpc/vpt"])]
+    todo = missing[(missing["method"] == "probe") & (missing["split"] == "test")
+                   & missing["task"].isin(["3dpc/depth", "3dpc/vpt"])]
+    lay, lay_todo = probes[~probes["feature"].map(is_spatial)], todo[~todo["feature"].map(is_spatial)]
     if (lay["feature"] != "pooled").any() or (lay_todo["feature"] != "pooled").any():
         p.append("## Per-layer probes\n\n")
         wide = pd.concat([lay.assign(cell=[f"{r['accuracy']:.3f} ({r['key']})" for _, r in lay.iterrows()]),
@@ -1207,6 +1253,18 @@ def write_page(results, out_md, img_dir=None, n_boot: int = 10_000, build=None) 
         p.append(_md_table(wide, {"observer": "model", "task": "task", **{c: c for c in cols}}))
         p.append("\nTest-split accuracy of a linear probe (same protocol, 3 seeds) on the spatial mean of each "
                  "stage's output; `pooled` = the penultimate features the paper probes.\n\n")
+    spatial = spatial_table(probes, todo)
+    if not spatial.empty:
+        p.append("## Spatial read-out\n\n")
+        p.append(_md_table(spatial, {"observer": "model", "task": "task", "pooled": "pooled (spatial mean)",
+                                     "grid": "final map on a grid", "feature": "grid feature"}))
+        p.append("\nTest-split accuracy [95% CI by placement] of the same linear probe (same protocol and seeds) on "
+                 "the final feature map that the pooled features average, read instead on a grid of cells "
+                 "(`<module>@grid<n>`: n × n cells, each cell's channel means side by side). Unlike the pooled "
+                 "features, the grid keeps where in the image a feature responds. A grid read-out well above the "
+                 "pooled one means the task's information is in the network's final map, but in where things are, "
+                 "which averaging over the image discards. The random-weight row shows how much of that a network "
+                 "with no training reads from the same layout.\n\n")
     reasons = reason_table(trials, acc, items, n_boot)
     if not reasons.empty:
         p.append("## Accuracy by VPT reason\n\n")

@@ -187,7 +187,7 @@ class LoadedModel:
         handles = []
         if self.taps:
             modules = dict(self.module.named_modules())
-            for name in self.taps:
+            for name in dict.fromkeys(split_tap(t)[0] for t in self.taps):
                 handles.append(modules[name].register_forward_hook(_capture(name, captured)))
         if self.channels_last and batch.ndim == 4:
             batch = batch.contiguous(memory_format=torch.channels_last)
@@ -198,8 +198,9 @@ class LoadedModel:
             for h in handles:
                 h.remove()
         out = {"pooled": to_vectors(pooled).contiguous()}
-        for name in self.taps:
-            out[name] = _reduce(captured[name]).contiguous()
+        for tap in self.taps:
+            name, grid = split_tap(tap)
+            out[tap] = (_grid_reduce(captured[name], grid, tap) if grid else _reduce(captured[name])).contiguous()
         return out
 
     def run_identity(self) -> dict:
@@ -240,6 +241,32 @@ def to_vectors(x):
     if isinstance(x, (tuple, list)):
         x = x[0]
     return _reduce(x)
+
+
+GRID = "@grid"  # a tap's read-out suffix: "<module>@grid<n>" = the module's map average-pooled to n x n cells
+
+
+def split_tap(tap: str) -> tuple[str, int]:
+    """A tap spec as ``(module name, grid)``: ``"blocks.6"`` → ``("blocks.6", 0)`` (0: the spatial mean of the
+    module's output, as every tap before); ``"bn2@grid3"`` → ``("bn2", 3)``: its output averaged over a 3 × 3
+    grid of cells (``adaptive_avg_pool2d``) and flattened channel-major (``C·3·3`` values), which keeps where in
+    the image a feature responds. ``@grid1`` is the spatial mean again (tested)."""
+    name, sep, rest = str(tap).partition(GRID)
+    if not sep:
+        return name, 0
+    if not rest.isdigit() or int(rest) < 1 or not name:
+        raise ZooError(f"tap {tap!r}: expected '<module>' or '<module>{GRID}<n>' with n >= 1")
+    return name, int(rest)
+
+
+def _grid_reduce(x, grid: int, tap: str):
+    import torch.nn.functional as F
+
+    if isinstance(x, (tuple, list)):
+        x = x[0]
+    if x.ndim != 4:
+        raise ZooError(f"tap {tap!r}: a grid read-out needs a [B, C, H, W] map, got shape {tuple(x.shape)}")
+    return F.adaptive_avg_pool2d(x, grid).flatten(1)
 
 
 def _reduce(x):
@@ -346,13 +373,13 @@ def load_model(model: str | ModelId, weights: WeightsSpec | None = None, preproc
     if fast and forward_fn is None:
         from .fold import fold_batchnorm
 
-        folded = fold_batchnorm(module, keep=tuple(taps))
+        folded = fold_batchnorm(module, keep=tuple(split_tap(t)[0] for t in taps))
     if channels_last:
         module = module.to(memory_format=torch.channels_last)
     for p in module.parameters():
         p.requires_grad_(False)
     names = dict(module.named_modules())
-    bad = [t for t in taps if t not in names]
+    bad = [t for t in taps if split_tap(t)[0] not in names]
     if bad:
         sample = [n for n in names if n and n.count(".") <= 1][:25]
         raise ZooError(f"{mid}: no sub-module named {bad} (taps); some names: {sample}")

@@ -43,6 +43,35 @@ def test_timm_random_features_taps_and_determinism():
         load_model("timm:not_a_model_xyz")
 
 
+def test_grid_tap_keeps_where_features_respond_and_grid1_is_the_mean():
+    """``<module>@grid<n>``: the module's map averaged over n x n cells, channel-major; @grid1 is the pooled mean.
+    Reference: the map captured by a plain hook of our own and pooled by hand, cell by cell."""
+    from eval.zoo import split_tap
+
+    assert split_tap("blocks.6") == ("blocks.6", 0) and split_tap("bn2@grid3") == ("bn2", 3)
+    for bad in ("bn2@grid0", "bn2@gridx", "@grid2"):
+        with pytest.raises(ZooError, match="expected '<module>'"):
+            split_tap(bad)
+    m = load_model("timm:test_efficientnet", taps=["bn2", "bn2@grid1", "bn2@grid2"], fast=True)
+    x = torch.stack([m.transform(img(seed=s)) for s in range(2)])
+    seen = {}
+    plain = load_model("timm:test_efficientnet")  # the plain module (no folding), hooked here
+    plain.module.bn2.register_forward_hook(lambda _m, _i, out: seen.setdefault("map", out))
+    pooled = plain.features(x)["pooled"]
+    f = m.features(x)
+    fmap = seen["map"]
+    h, w = fmap.shape[-2:]
+    cells = [fmap[:, :, (i * h) // 2:-(-(i + 1) * h // 2), (j * w) // 2:-(-(j + 1) * w // 2)].mean(dim=(2, 3))
+             for i in range(2) for j in range(2)]
+    want = torch.stack(cells, dim=2).flatten(1)  # channel-major: C x (2 x 2)
+    assert f["bn2@grid2"].shape == (2, 4 * fmap.shape[1])
+    assert torch.allclose(f["bn2@grid2"], want, atol=1e-4)
+    assert torch.allclose(f["bn2@grid1"], pooled, atol=1e-4) and torch.allclose(f["bn2"], pooled, atol=1e-4)
+    assert m.identity()["taps"] == ["bn2", "bn2@grid1", "bn2@grid2"]  # the read-out enters the cache key
+    with pytest.raises(ZooError, match="no sub-module named"):
+        load_model("timm:test_efficientnet", taps=["nope@grid2"])
+
+
 @pytest.mark.parametrize("name", ["timm:test_resnet", "timm:test_vit", "timm:test_efficientnet"])
 def test_channels_last_fast_path_matches_plain_layout(name):
     fast = load_model(name, taps=())

@@ -95,8 +95,9 @@ def test_run_is_resumable_and_records_identity_and_cost(experiment):
     summary = R.read_results(res, "summary")
     runs = summary.drop_duplicates("run_id")
     n_taps = 3  # small_cnn has 3 blocks
-    # 2 observers x 1 seed x (3 pooled targets + 5 stages x 2 targets); fine-tuning: vpt, depth, transfer
-    assert (runs["method"] == "probe").sum() == 2 * (3 + 2 * n_taps)
+    # 2 observers x 1 seed x (3 pooled targets + 3 stages x 2 targets) + the spatial read-out of the first random
+    # observer (no pretrained one here) on depth and VPT-basic; fine-tuning: vpt, depth, transfer
+    assert (runs["method"] == "probe").sum() == 2 * (3 + 2 * n_taps) + 2
     ft = runs[runs["method"] == "finetune"]
     assert sorted(ft["task"]) == ["3dpc/depth", "3dpc/vpt", "3dpc/vpt_strategy"]
     assert (ft.loc[ft["task"] != "3dpc/vpt_strategy", "epochs_run"] == 2).all()
@@ -108,10 +109,12 @@ def test_run_is_resumable_and_records_identity_and_cost(experiment):
     assert set(trials["weights"]) == {"random:seed=0", "random:seed=1"}
     assert trials["preprocess"].str.startswith("shorter_side:").all() and (trials["method_config"] != "").all()
     assert (trials["cluster"] != "").all()
-    assert set(trials["feature"]) == {"pooled", "finetuned", *(f"features.{3 * i + 2}" for i in range(n_taps))}
-    # the cost ledger: one embeddings row per observer, a probe row per run, fine-tuning epochs summing to 2
+    assert set(trials["feature"]) == {"pooled", "finetuned", *(f"features.{3 * i + 2}" for i in range(n_taps)),
+                                      "features.8@grid3"}
+    # the cost ledger: one embeddings row per observer and one for the spatial read-out (a cache entry of its
+    # own), a probe row per run, fine-tuning epochs summing to 2
     cost = read_cost(res)
-    assert (cost["step"] == "embeddings").sum() == 2 and (cost["step"] == "probe").sum() == (runs["method"] == "probe").sum()
+    assert (cost["step"] == "embeddings").sum() == 3 and (cost["step"] == "probe").sum() == (runs["method"] == "probe").sum()
     for task in ("3dpc/vpt", "3dpc/depth"):  # paused after 1 epoch, resumed for the 2nd
         fcost = cost[(cost["step"] == "finetune") & (cost["task"] == task)]
         assert fcost["epochs"].tolist() == [1, 1] and set(fcost["run_id"]) == set(ft.loc[ft["task"] == task, "run_id"])
@@ -119,7 +122,7 @@ def test_run_is_resumable_and_records_identity_and_cost(experiment):
     assert (cost["build"] == cost["build"].iloc[0]).all() and cost["build"].iloc[0] != ""
     assert (cost["cpu_s"] >= 0).all()
     # the last invocation found everything done: no ledger row
-    assert len(cost) == 2 + (runs["method"] == "probe").sum() + 2 + 1 + 2
+    assert len(cost) == 3 + (runs["method"] == "probe").sum() + 2 + 1 + 2
 
 
 def test_page_rows_trace_to_result_rows(experiment):
@@ -164,6 +167,16 @@ def test_page_rows_trace_to_result_rows(experiment):
         t = trials[trials["run_id"].isin(prov[key]["runs"]) & (trials["split"] == "test")]
         away = set(items.loc[items["vpt_reason"] == "out_of_view", "item_id"])
         assert float(value) == pytest.approx(t[t["item_id"].isin(away)]["correct"].mean(), abs=5e-4)
+    # the spatial read-out: its own section, each cell the accuracy row of its key; not a per-layer column
+    spatial = text.split("## Spatial read-out")[1].split("\n## ")[0]
+    cells = re.findall(r"^\| [^|]+ \| (Depth order|VPT-basic) \| [^|]+\((R\d+)\) \| ([\d.]+) \[[^|]+\((R\d+)\) \| "
+                       r"`features\.8@grid3` \|$", spatial, flags=re.M)
+    assert len(cells) == 2, spatial
+    for _, pooled_key, grid_acc, grid_key in cells:
+        assert prov[grid_key]["feature"] == "features.8@grid3" and prov[pooled_key]["feature"] == "pooled"
+        t = trials[trials["run_id"].isin(prov[grid_key]["runs"]) & (trials["split"] == "test")]
+        assert float(grid_acc) == pytest.approx(t["correct"].mean(), abs=5e-4)
+    assert "@grid" not in text.split("## Per-layer probes")[1].split("\n## ")[0]
     # verdicts name the random controls; the cost table lists the fine-tuning epochs
     assert "random-weight control at chance" in text and "| finetune |" in text
     # regenerating gives the same page
@@ -346,11 +359,18 @@ OLD_DEFAULT_KEYS = [
 
 
 def test_the_new_cli_writes_the_run_ids_of_the_old_one(experiment):
-    """The fixture experiment, run through the key=value CLI, holds exactly the runs the argparse CLI wrote
-    for the same settings, and the same plan.json; its last invocation found them all finished."""
-    assert set(R.read_results(experiment["res"], "summary")["run_id"]) == OLD_FIXTURE_RUN_IDS
-    assert json.loads((experiment["res"] / "plan.json").read_text()) == OLD_FIXTURE_PLAN
-    assert "18 probe runs, 3 fine-tuning runs" in experiment["runs"][-1].stdout
+    """The fixture experiment, run through the key=value CLI, holds the runs the argparse CLI wrote for the same
+    settings with the same ids, and the same plan.json, plus what the spatial step (a default step since 29 Nov,
+    sixth session) adds: its two runs and its plan entry; its last invocation found them all finished."""
+    summary = R.read_results(experiment["res"], "summary")
+    assert OLD_FIXTURE_RUN_IDS <= set(summary["run_id"])
+    new = summary[~summary["run_id"].isin(OLD_FIXTURE_RUN_IDS)]
+    assert set(new["feature"]) == {"features.8@grid3"} and sorted(set(new["task"])) == ["3dpc/depth", "3dpc/vpt"]
+    assert new["run_id"].nunique() == 2
+    plan = json.loads((experiment["res"] / "plan.json").read_text())
+    assert plan.pop("spatial") == {f"{MODEL}@random": "features.8@grid3"}
+    assert plan == {**OLD_FIXTURE_PLAN, "steps": ["probe", "layers", "spatial", "finetune"]}
+    assert "20 probe runs, 3 fine-tuning runs" in experiment["runs"][-1].stdout
 
 
 def _options(monkeypatch, argv: list[str]):
@@ -367,12 +387,15 @@ def _options(monkeypatch, argv: list[str]):
 def test_default_settings_keep_their_run_keys(experiment, monkeypatch, tmp_path):
     """The default plan's run ids (every default value enters a digest: n_boot, epochs, patience, workers,
     frames, seeds) through the new CLI are those the argparse CLI computed. The fine-tuning seeds' default
-    went from one to three on 29 Nov (the issue's 3 seeds): the old default is passed, so the keys stay pinned."""
+    went from one to three on 29 Nov (the issue's 3 seeds), and the spatial step joined the default steps later that day:
+    the old defaults are passed, so the keys stay pinned (the new step's jobs are new runs; the old ones keep
+    their ids)."""
     from eval.results_3dpc import run_keys
 
     o = _options(monkeypatch, ["run", f"build={experiment['build']}", f"results={tmp_path}",
                                f"observers={MODEL}@random", f"finetune_models=[{MODEL}@random]",
-                               f"cache_dir={experiment['tmp'] / 'cache'}", "finetune_seeds=[0]"])
+                               f"cache_dir={experiment['tmp'] / 'cache'}", "finetune_seeds=[0]",
+                               "steps=[probe,layers,finetune]"])
     keys = run_keys(o.build, o.results, o.experiment())
     got = [(f"{j.kind} {j.target} {j.feature} {j.seed}", rid.rsplit("__", 1)[1]) for j, rid in keys]
     assert got == OLD_DEFAULT_KEYS
@@ -385,7 +408,7 @@ def test_default_settings_keep_their_run_keys(experiment, monkeypatch, tmp_path)
 # itself (deprecated, kept for one release), must give the same config: same values of the same types (repr).
 LITE0, LITE2 = "timm:tf_efficientnet_lite0", "timm:tf_efficientnet_lite2"
 _DEFAULTS = dict(observers=(LITE0, f"{LITE0}@random", LITE2, f"{LITE2}@random"), finetune_models=(LITE0, LITE2),
-                 steps=("probe", "layers", "finetune"), probe_seeds=(0, 1, 2), finetune_seeds=(0, 1, 2), finetune_epochs=30,
+                 steps=("probe", "layers", "spatial", "finetune"), probe_seeds=(0, 1, 2), finetune_seeds=(0, 1, 2), finetune_epochs=30,
                  finetune_patience=3, finetune_workers=1, finetune_frames=8, epochs_per_invocation=None, n_boot=10000,
                  batch_size=64, cache_dir=None)
 SPELLINGS = [
@@ -650,3 +673,25 @@ def test_depth_against_vpt_pairs_by_scene_when_no_placement_is_shared():
     v = verdicts(acc, tests)
     text = v[v["claim"] == "probe: depth ≫ VPT-basic"].iloc[0]["evidence"]
     assert "per-scene difference +0.750" in text and "over 5 scenes (the two tasks' items come from different" in text
+
+
+def test_spatial_step_reads_the_final_map_of_a_model_and_its_control():
+    """Step ``spatial``: by default the first pretrained and the first random-weight observer, each on its final
+    map (timm EfficientNet: ``bn2``, what the pooled features average; a module model: its last stage), depth
+    and VPT-basic, every probe seed; placed after the per-layer probes and before fine-tuning on depth."""
+    from eval.results_3dpc import ExperimentConfig, ExperimentError, plan, spatial_tap
+
+    cfg = ExperimentConfig()
+    assert cfg.spatial() == (LITE0, f"{LITE0}@random")
+    assert ExperimentConfig(observers=(f"{LITE2}@random", LITE2, LITE0)).spatial() == (LITE2, f"{LITE2}@random")
+    assert ExperimentConfig(spatial_observers=(LITE2,)).spatial() == (LITE2,)
+    assert spatial_tap(LITE0, 3) == "bn2@grid3" and spatial_tap(MODEL, 2) == "features.8@grid2"
+    with pytest.raises(ExperimentError, match="observer 'x@y'"):
+        ExperimentConfig(spatial_observers=("x@y",))
+    jobs = plan(cfg, {o: ("blocks.0",) for o in cfg.observers})
+    kinds = [(j.kind, j.feature, j.target) for j in jobs]
+    grid = [i for i, j in enumerate(jobs) if j.feature == "bn2@grid3"]
+    assert len(grid) == 2 * 3 * 2  # 2 observers x 3 seeds x {depth, vpt}
+    assert max(i for i, k in enumerate(kinds) if k[1] == "blocks.0") < min(grid)
+    assert max(grid) < kinds.index(("finetune", "finetuned", "depth"))
+    assert not [j for j in plan(ExperimentConfig(steps=("probe", "layers", "finetune"))) if "@grid" in j.feature]
