@@ -105,6 +105,10 @@ DEVIATIONS = (
      "two models give no test over models (2 pairs: p >= 0.5 whatever the data)"),
     ("per-layer probes", "not in the paper (penultimate layer only)", "spatial mean of each EfficientNet stage",
      "asked by issue 35: which depth of the network carries which task"),
+    ("spatial read-out", "not in the paper", "Lite0's final feature map (`bn2`, what the pooled features average) "
+     "on a 3 × 3 grid of cells, and its random-weight control (step `spatial`)", "the pooled depth probe stays "
+     "far below what the images carry: the grid tells whether the network holds the depth order in where things "
+     "are, which averaging discards (issue 35: find which cue a model uses)"),
 )
 
 
@@ -235,6 +239,12 @@ GRID = "@grid"  # the spatial read-out's features: "<module>@grid<n>" (eval.zoo.
 
 def is_spatial(feature) -> bool:
     return GRID in str(feature)
+
+
+def spatial_rows(df: pd.DataFrame) -> pd.Series:
+    """Boolean mask of ``df``'s rows whose feature is a spatial read-out (bool dtype even when ``df`` is empty:
+    indexing with an empty object Series would select columns)."""
+    return df["feature"].map(is_spatial).astype(bool) if "feature" in df else pd.Series(False, index=df.index)
 NOT_RUN = "not run (cost)"  # a planned cell without results (yet): the runs are resumable
 
 
@@ -651,7 +661,7 @@ def spatial_table(probes: pd.DataFrame, todo: pd.DataFrame) -> pd.DataFrame:
     """The spatial read-out beside the pooled probe: per (observer, task) with a planned or finished grid
     feature, both test accuracies as ``acc [lo, hi] (key)`` cells (``NOT_RUN`` for a planned cell without
     results). ``probes``: accuracy-table rows of probes on the test split; ``todo``: planned, not run."""
-    grid = pd.concat([probes[probes["feature"].map(is_spatial)], todo[todo["feature"].map(is_spatial)]],
+    grid = pd.concat([probes[spatial_rows(probes)], todo[spatial_rows(todo)]],
                      ignore_index=True)
     rows = []
     for (obs, task), g in grid.groupby(["observer", "task"], sort=False):
@@ -671,7 +681,7 @@ def layers_figure(acc: pd.DataFrame):
     from .figures.style import COLUMN_IN, FULL_IN, colour, new_figure, style
 
     lay = acc[(acc["method"] == "probe") & (acc["split"] == "test") & acc["task"].isin(["3dpc/depth", "3dpc/vpt"])
-              & ~acc["feature"].map(is_spatial)]
+              & ~spatial_rows(acc)]
     if (lay["feature"] == "pooled").all():
         raise ValueError("layers_figure: no per-layer probes")
     tasks = [t for t in ("3dpc/depth", "3dpc/vpt") if t in set(lay["task"])]
@@ -931,7 +941,7 @@ def _depth_probe_why(obs: str, main: pd.DataFrame, acc: pd.DataFrame, base: pd.D
         if np.isfinite(float(b.get("tree_image", np.nan))):
             text += f" and its two-level rule on image cues {b['tree_image']:.3f} {b['tree_image_ci']}"
     depth = acc[(acc["method"] == "probe") & (acc["task"] == "3dpc/depth") & (acc["split"] == "test")]
-    layers = depth[(depth["observer"] == obs) & ~depth["feature"].isin(WHOLE) & ~depth["feature"].map(is_spatial)]
+    layers = depth[(depth["observer"] == obs) & ~depth["feature"].isin(WHOLE) & ~spatial_rows(depth)]
     if len(layers):
         best = layers.sort_values("accuracy", ascending=False).iloc[0]
         text += (f"; the best per-layer probe is `{best['feature']}` {best['accuracy']:.3f} "
@@ -939,7 +949,7 @@ def _depth_probe_why(obs: str, main: pd.DataFrame, acc: pd.DataFrame, base: pd.D
     text += (". The depth order these images carry (relative size and height in the image: the build's "
              "single-cue AUCs) is not what a linear read-out of the network's pooled features picks up (section "
              "'Probes beside what needs no network'; per-layer probes in 'Per-layer probes')")
-    grid = depth[(depth["observer"] == obs) & depth["feature"].map(is_spatial)]
+    grid = depth[(depth["observer"] == obs) & spatial_rows(depth)]
     if len(grid):
         g = grid.iloc[0]
         ctrl = depth[depth["feature"].eq(g["feature"]) & depth["observer"].str.contains("(random", regex=False)
@@ -1241,7 +1251,7 @@ def write_page(results, out_md, img_dir=None, n_boot: int = 10_000, build=None) 
     probes = acc[(acc["method"] == "probe") & (acc["split"] == "test") & acc["task"].isin(["3dpc/depth", "3dpc/vpt"])]
     todo = missing[(missing["method"] == "probe") & (missing["split"] == "test")
                    & missing["task"].isin(["3dpc/depth", "3dpc/vpt"])]
-    lay, lay_todo = probes[~probes["feature"].map(is_spatial)], todo[~todo["feature"].map(is_spatial)]
+    lay, lay_todo = probes[~spatial_rows(probes)], todo[~spatial_rows(todo)]
     if (lay["feature"] != "pooled").any() or (lay_todo["feature"] != "pooled").any():
         p.append("## Per-layer probes\n\n")
         wide = pd.concat([lay.assign(cell=[f"{r['accuracy']:.3f} ({r['key']})" for _, r in lay.iterrows()]),

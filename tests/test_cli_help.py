@@ -31,7 +31,7 @@ COMMANDS = {
     "tasks.threedpc.shortcuts": ["build=(required)", "no_images=false"],
     "eval.results_3dpc": ["run", "cost", "page", "Deprecated"],
     "eval.results_3dpc run": ["build=(required)", "results=(required)", "steps=[probe,layers,finetune]",
-                              "(one of probe, layers, finetune)", "probe_seeds=[0,1,2]", "finetune_frames=8",
+                              "(one of probe, layers, spatial, finetune)", "probe_seeds=[0,1,2]", "finetune_frames=8",
                               "n_boot=10000", "(>= 100)", "progress=true"],
     "eval.results_3dpc cost": ["build=(required)", "model=timm:tf_efficientnet_lite0", "sizes=[]", "(in [8, 4096])",
                                "max_batches=null", "build_time=null"],
