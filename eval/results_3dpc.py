@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import json
 import os
 import resource
@@ -177,6 +178,7 @@ def layer_taps(model_id: str) -> tuple[str, ...]:
     return tuple(i["module"] for i in info) if info else ()
 
 
+@functools.lru_cache(maxsize=None)  # builds the architecture: once per model, not once per job of the plan
 def spatial_tap(model_id: str, grid: int) -> str:
     """The tap of the spatial read-out (step ``spatial``): the model's final feature map, the one its pooled
     features average, read on a ``grid`` × ``grid`` grid of cells (``<module>@grid<n>``, :func:`eval.zoo.split_tap`).
