@@ -954,7 +954,8 @@ def _depth_probe_why(obs: str, main: pd.DataFrame, acc: pd.DataFrame, base: pd.D
         g = grid.iloc[0]
         ctrl = depth[depth["feature"].eq(g["feature"]) & depth["observer"].str.contains("(random", regex=False)
                      & depth["observer"].str.startswith(obs.split(" (")[0])]
-        rel = "above" if g["ci_low"] > r["ci_high"] else "within the CI of"
+        rel = ("above" if g["ci_low"] > r["ci_high"] else "below" if g["ci_high"] < r["ci_low"]
+               else "with a CI overlapping that of")
         text += (f". Read on a grid that keeps where in the image the features respond (`{g['feature']}`), the "
                  f"same network's final map reaches {g['accuracy']:.3f} [{g['ci_low']:.3f}, {g['ci_high']:.3f}] "
                  f"({g['key']}), {rel} its pooled probe")
