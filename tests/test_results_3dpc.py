@@ -566,6 +566,16 @@ def test_why_not_reads_the_curves_and_the_pixel_baseline():
     assert "A (random), Depth order" in out[3] and "below the build's raw-pixel regression 0.750" in out[3]
     without = why_not(verdict, acc, curves, None)
     assert len(without) == 4 and "raw-pixel" not in without[3], "without the build no pixel comparison is made"
+    # the spatial read-out: the grid beside the pooled probe (above, overlapping or below) and its random control;
+    # never taken for the best stage
+    grid = pd.DataFrame([{**row("3dpc/depth", "probe", "D", 0.70, 0.66, 0.74, "R9"), "feature": "bn2@grid3"},
+                         {**row("3dpc/depth", "probe", "D (random)", 0.55, 0.51, 0.59, "R10"), "feature": "bn2@grid3"}])
+    text = why_not(verdict, pd.concat([acc, grid], ignore_index=True), curves, base)[4]
+    assert "the best per-layer probe is `blocks.5`" in text
+    assert ("same network's final map reaches 0.700 [0.660, 0.740] (R9), above its pooled probe; with random "
+            "weights the grid read-out gives 0.550 [0.510, 0.590] (R10)") in text
+    low = grid.assign(accuracy=[0.45, 0.5], ci_low=[0.42, 0.46], ci_high=[0.48, 0.54]).iloc[:1]
+    assert "(R9), below its pooled probe" in why_not(verdict, pd.concat([acc, low], ignore_index=True), curves, base)[4]
 
 
 def test_validity_section_counts_passing_configurations(tmp_path):
