@@ -216,7 +216,7 @@ CASES = [
      "g2"),
     # issue 33: python -m eval.results_3dpc on infra.cli, one bad input of each command (and the deprecated spelling)
     ("results-run-steps", "eval.results_3dpc run build={d}/ift results={d}/rr steps=probe,dance",
-     "steps='dance' is not allowed; allowed values: probe, layers, finetune", "rr"),
+     "steps='dance' is not allowed; allowed values: probe, layers, spatial, finetune", "rr"),
     ("results-run-not-a-build", "eval.results_3dpc run build={d}/ift results={d}/rr",
      "build={d}/ift: not a 3D-PC build", "rr"),
     ("results-run-old-spelling", "eval.results_3dpc run --build {d}/nope --results {d}/rr --no-progress",
