@@ -657,10 +657,12 @@ def bars_figure(acc: pd.DataFrame, method: str, tasks=("3dpc/depth", "3dpc/vpt")
     return fig
 
 
-def spatial_table(probes: pd.DataFrame, todo: pd.DataFrame) -> pd.DataFrame:
+def spatial_table(probes: pd.DataFrame, todo: pd.DataFrame, trials: pd.DataFrame | None = None) -> pd.DataFrame:
     """The spatial read-out beside the pooled probe: per (observer, task) with a planned or finished grid
     feature, both test accuracies as ``acc [lo, hi] (key)`` cells (``NOT_RUN`` for a planned cell without
-    results). ``probes``: accuracy-table rows of probes on the test split; ``todo``: planned, not run."""
+    results) and, given ``trials``, their paired difference over test placements (grid − pooled, the same
+    images: a sign-flip test of the per-placement accuracies, seeds pooled). ``probes``: accuracy-table rows of
+    probes on the test split; ``todo``: planned, not run."""
     grid = pd.concat([probes[spatial_rows(probes)], todo[spatial_rows(todo)]],
                      ignore_index=True)
     rows = []
@@ -670,9 +672,14 @@ def spatial_table(probes: pd.DataFrame, todo: pd.DataFrame) -> pd.DataFrame:
 
         done = g[g["accuracy"].notna()] if "accuracy" in g else g.iloc[:0]
         pooled = probes[(probes["observer"] == obs) & (probes["task"] == task) & (probes["feature"] == "pooled")]
+        diff = ""
+        if trials is not None and len(done) and len(pooled):
+            r = _paired(placement_accuracy(trials, done.iloc[0]["run_ids"].split(","), "test"),
+                        placement_accuracy(trials, pooled.iloc[0]["run_ids"].split(","), "test"))
+            diff = f"{r['mean_difference']:+.3f}, p {_fmt_p(r['p_value'])} ({r['n']} placements)"
         rows.append({"observer": obs, "task": TASK_TITLES.get(task, task), "pooled": cell(pooled),
-                     "grid": cell(done), "feature": f"`{g['feature'].iloc[0]}`"})
-    return pd.DataFrame(rows, columns=["observer", "task", "pooled", "grid", "feature"])
+                     "grid": cell(done), "diff": diff, "feature": f"`{g['feature'].iloc[0]}`"})
+    return pd.DataFrame(rows, columns=["observer", "task", "pooled", "grid", "diff", "feature"])
 
 
 def layers_figure(acc: pd.DataFrame):
@@ -878,7 +885,8 @@ def validity_section(sweep_md: Path, page_dir: Path) -> str:
     return head + body
 
 
-def why_not(verdict: pd.DataFrame, acc: pd.DataFrame, curves: pd.DataFrame, base: pd.DataFrame | None) -> list[str]:
+def why_not(verdict: pd.DataFrame, acc: pd.DataFrame, curves: pd.DataFrame, base: pd.DataFrame | None,
+            spatial: pd.DataFrame | None = None) -> list[str]:
     """Measured reasons beside each claim that does not hold, from the results folder itself: for "fine-tuning
     lifts VPT-basic", the run's training and validation curves (:func:`finetune_curves`: a network that fits its
     training images but not held-out scenes overfits, one that fits neither did not learn); for an above-chance
@@ -907,7 +915,7 @@ def why_not(verdict: pd.DataFrame, acc: pd.DataFrame, curves: pd.DataFrame, base
                                f" (`{c['run_id']}`); its training accuracy was not recorded (trained before it was "
                                "logged), so overfitting and not learning cannot be told apart for this run.")
         elif claim == "probe: depth ≫ VPT-basic":
-            out += _depth_probe_why(obs, main, acc, base)
+            out += _depth_probe_why(obs, main, acc, base, spatial)
         elif claim in ("random-weight control at chance", "probe: VPT-basic near chance"):
             tasks = ["3dpc/depth", "3dpc/vpt"] if claim.startswith("random") else ["3dpc/vpt"]
             method = main[(main["observer"] == obs) & (main["method"] == "probe") & main["task"].isin(tasks)]
@@ -923,7 +931,8 @@ def why_not(verdict: pd.DataFrame, acc: pd.DataFrame, curves: pd.DataFrame, base
     return out
 
 
-def _depth_probe_why(obs: str, main: pd.DataFrame, acc: pd.DataFrame, base: pd.DataFrame | None) -> list[str]:
+def _depth_probe_why(obs: str, main: pd.DataFrame, acc: pd.DataFrame, base: pd.DataFrame | None,
+                     spatial: pd.DataFrame | None = None) -> list[str]:
     """The bullet for "probe: depth ≫ VPT-basic" not holding: the depth probe of the pooled features beside what
     needs no network (the build's raw-pixel regression and two-level rule on image cues, when ``build=`` is
     given) and beside the best per-layer probe (stage features, spatial mean), so a reader sees whether the
@@ -959,6 +968,10 @@ def _depth_probe_why(obs: str, main: pd.DataFrame, acc: pd.DataFrame, base: pd.D
         text += (f". Read on a grid that keeps where in the image the features respond (`{g['feature']}`), the "
                  f"same network's final map reaches {g['accuracy']:.3f} [{g['ci_low']:.3f}, {g['ci_high']:.3f}] "
                  f"({g['key']}), {rel} its pooled probe")
+        paired = None if spatial is None else spatial[(spatial["observer"] == obs)
+                                                      & (spatial["task"] == TASK_TITLES["3dpc/depth"])]
+        if paired is not None and len(paired) and paired.iloc[0]["diff"]:
+            text += f" (paired over the same test placements, grid − pooled {paired.iloc[0]['diff']})"
         if len(ctrl):
             c = ctrl.iloc[0]
             text += (f"; with random weights the grid read-out gives {c['accuracy']:.3f} "
@@ -1202,7 +1215,11 @@ def write_page(results, out_md, img_dir=None, n_boot: int = 10_000, build=None) 
     curves = finetune_curves(res, set(summary["run_id"]))
     base = baseline_table(acc, build, set(cost["build"]) - {""}) if build is not None else None
     depth_own = depth_own_settings(build)
-    reasons = why_not(verdict, acc, curves, base)
+    probes = acc[(acc["method"] == "probe") & (acc["split"] == "test") & acc["task"].isin(["3dpc/depth", "3dpc/vpt"])]
+    probes_todo = missing[(missing["method"] == "probe") & (missing["split"] == "test")
+                          & missing["task"].isin(["3dpc/depth", "3dpc/vpt"])]
+    spatial = spatial_table(probes, probes_todo, trials)
+    reasons = why_not(verdict, acc, curves, base, spatial)
     if reasons:
         p.append("Where a claim does not hold, what the results folder and the build measure about why:\n\n"
                  + "\n".join(reasons) + "\n\n")
@@ -1249,10 +1266,7 @@ def write_page(results, out_md, img_dir=None, n_boot: int = 10_000, build=None) 
     for stem, caption in figs:
         p.append(f"![{stem}]({Path(img.name if img.parent == out_md.parent else img) / (stem + '.png')})\n\n"
                  f"*{caption}.*\n\n" if stem else f"*{caption}*\n\n")
-    probes = acc[(acc["method"] == "probe") & (acc["split"] == "test") & acc["task"].isin(["3dpc/depth", "3dpc/vpt"])]
-    todo = missing[(missing["method"] == "probe") & (missing["split"] == "test")
-                   & missing["task"].isin(["3dpc/depth", "3dpc/vpt"])]
-    lay, lay_todo = probes[~spatial_rows(probes)], todo[~spatial_rows(todo)]
+    lay, lay_todo = probes[~spatial_rows(probes)], probes_todo[~spatial_rows(probes_todo)]
     if (lay["feature"] != "pooled").any() or (lay_todo["feature"] != "pooled").any():
         p.append("## Per-layer probes\n\n")
         wide = pd.concat([lay.assign(cell=[f"{r['accuracy']:.3f} ({r['key']})" for _, r in lay.iterrows()]),
@@ -1264,11 +1278,11 @@ def write_page(results, out_md, img_dir=None, n_boot: int = 10_000, build=None) 
         p.append(_md_table(wide, {"observer": "model", "task": "task", **{c: c for c in cols}}))
         p.append("\nTest-split accuracy of a linear probe (same protocol, 3 seeds) on the spatial mean of each "
                  "stage's output; `pooled` = the penultimate features the paper probes.\n\n")
-    spatial = spatial_table(probes, todo)
     if not spatial.empty:
         p.append("## Spatial read-out\n\n")
         p.append(_md_table(spatial, {"observer": "model", "task": "task", "pooled": "pooled (spatial mean)",
-                                     "grid": "final map on a grid", "feature": "grid feature"}))
+                                     "grid": "final map on a grid", "diff": "grid − pooled, paired over test placements",
+                                     "feature": "grid feature"}))
         p.append("\nTest-split accuracy [95% CI by placement] of the same linear probe (same protocol and seeds) on "
                  "the final feature map that the pooled features average, read instead on a grid of cells "
                  "(`<module>@grid<n>`: n × n cells, each cell's channel means side by side). Unlike the pooled "

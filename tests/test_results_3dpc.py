@@ -170,9 +170,12 @@ def test_page_rows_trace_to_result_rows(experiment):
     # the spatial read-out: its own section, each cell the accuracy row of its key; not a per-layer column
     spatial = text.split("## Spatial read-out")[1].split("\n## ")[0]
     cells = re.findall(r"^\| [^|]+ \| (Depth order|VPT-basic) \| [^|]+\((R\d+)\) \| ([\d.]+) \[[^|]+\((R\d+)\) \| "
-                       r"`features\.8@grid3` \|$", spatial, flags=re.M)
+                       r"([-+][\d.]+), p [^|]+ \((\d+) placements\) \| `features\.8@grid3` \|$", spatial, flags=re.M)
     assert len(cells) == 2, spatial
-    for _, pooled_key, grid_acc, grid_key in cells:
+    for _, pooled_key, grid_acc, grid_key, diff, n in cells:
+        per = [trials[trials["run_id"].isin(prov[k]["runs"]) & (trials["split"] == "test")]
+               .groupby("cluster")["correct"].mean() for k in (grid_key, pooled_key)]
+        assert float(diff) == pytest.approx((per[0] - per[1]).mean(), abs=5e-4) and int(n) == len(per[0])
         assert prov[grid_key]["feature"] == "features.8@grid3" and prov[pooled_key]["feature"] == "pooled"
         t = trials[trials["run_id"].isin(prov[grid_key]["runs"]) & (trials["split"] == "test")]
         assert float(grid_acc) == pytest.approx(t["correct"].mean(), abs=5e-4)
@@ -574,6 +577,9 @@ def test_why_not_reads_the_curves_and_the_pixel_baseline():
     assert "the best per-layer probe is `blocks.5`" in text
     assert ("same network's final map reaches 0.700 [0.660, 0.740] (R9), above its pooled probe; with random "
             "weights the grid read-out gives 0.550 [0.510, 0.590] (R10)") in text
+    paired = pd.DataFrame([{"observer": "D", "task": "Depth order", "diff": "+0.170, p 0.001 (40 placements)"}])
+    assert ("above its pooled probe (paired over the same test placements, grid − pooled +0.170, p 0.001 (40 "
+            "placements))") in why_not(verdict, pd.concat([acc, grid], ignore_index=True), curves, base, paired)[4]
     low = grid.assign(accuracy=[0.45, 0.5], ci_low=[0.42, 0.46], ci_high=[0.48, 0.54]).iloc[:1]
     assert "(R9), below its pooled probe" in why_not(verdict, pd.concat([acc, low], ignore_index=True), curves, base)[4]
 
