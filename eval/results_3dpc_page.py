@@ -888,8 +888,9 @@ def validity_section(sweep_md: Path, page_dir: Path) -> str:
 def why_not(verdict: pd.DataFrame, acc: pd.DataFrame, curves: pd.DataFrame, base: pd.DataFrame | None,
             spatial: pd.DataFrame | None = None) -> list[str]:
     """Measured reasons beside each claim that does not hold, from the results folder itself: for "fine-tuning
-    lifts VPT-basic", the run's training and validation curves (:func:`finetune_curves`: a network that fits its
-    training images but not held-out scenes overfits, one that fits neither did not learn); for an above-chance
+    lifts VPT-basic" and "fine-tuned depth order above humans", the runs' training and validation curves
+    (:func:`finetune_curves`: a network that fits its training images but not held-out scenes overfits, one
+    that fits neither did not learn); for an above-chance
     random control or probe, the build's raw-pixel baseline (:func:`baseline_table`, when ``build=`` is given).
     One Markdown bullet per explained claim; claims without such evidence get none."""
     main = main_rows(acc)
@@ -897,8 +898,9 @@ def why_not(verdict: pd.DataFrame, acc: pd.DataFrame, curves: pd.DataFrame, base
     pix = {} if base is None else dict(zip(base["task"], zip(base["pixels"], base["pixels_ci"])))
     for _, v in verdict[verdict["holds"] == "no"].iterrows():
         obs, claim = v["observer"], v["claim"]
-        if claim == "fine-tuning lifts VPT-basic":
-            sel = main[(main["task"] == "3dpc/vpt") & (main["method"] == "finetune") & (main["observer"] == obs)]
+        if claim in ("fine-tuning lifts VPT-basic", "fine-tuned depth order above humans"):
+            task = "3dpc/vpt" if "VPT" in claim else "3dpc/depth"
+            sel = main[(main["task"] == task) & (main["method"] == "finetune") & (main["observer"] == obs)]
             rids = set(sel["run_ids"].iloc[0].split(",")) if len(sel) else set()
             for _, c in curves[curves["run_id"].isin(rids)].iterrows():
                 val = list(c["val_accuracy"])

@@ -577,6 +577,13 @@ def test_why_not_reads_the_curves_and_the_pixel_baseline():
     assert "the best per-layer probe is `blocks.5`" in text
     assert ("same network's final map reaches 0.700 [0.660, 0.740] (R9), above its pooled probe; with random "
             "weights the grid read-out gives 0.550 [0.510, 0.590] (R10)") in text
+    # a fine-tuned depth order below the humans: its curves, as for VPT-basic
+    dft = pd.DataFrame([row("3dpc/depth", "finetune", "A", 0.59, 0.55, 0.63, "R11", "ft_d")])
+    dverdict = pd.DataFrame([{"claim": "fine-tuned depth order above humans", "observer": "A", "holds": "no"}])
+    dcurves = pd.DataFrame([{"run_id": "ft_d", "val_accuracy": [0.54, 0.6], "train_accuracy": [0.6, 0.9]}])
+    got = why_not(dverdict, pd.concat([acc, dft], ignore_index=True), dcurves, base)
+    assert len(got) == 1 and got[0].startswith("- **fine-tuned depth order above humans, A:** training accuracy")
+    assert "overfitting" in got[0] and "`ft_d`" in got[0]
     paired = pd.DataFrame([{"observer": "D", "task": "Depth order", "diff": "+0.170, p 0.001 (40 placements)"}])
     assert ("above its pooled probe (paired over the same test placements, grid − pooled +0.170, p 0.001 (40 "
             "placements))") in why_not(verdict, pd.concat([acc, grid], ignore_index=True), curves, base, paired)[4]
