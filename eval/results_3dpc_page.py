@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from . import stats
+from .zoo import GRID
 
 TASKS = ("3dpc/depth", "3dpc/vpt", "3dpc/vpt_strategy")
 TASK_TITLES = {"3dpc/depth": "Depth order", "3dpc/vpt": "VPT-basic", "3dpc/vpt_strategy": "VPT-Strategy"}
@@ -234,10 +235,8 @@ def accuracy_table(trials: pd.DataFrame, summary: pd.DataFrame, n_boot: int = 10
 
 
 WHOLE = ("pooled", "finetuned")  # features of the whole model: the paper's probe input, and fine-tuning
-GRID = "@grid"  # the spatial read-out's features: "<module>@grid<n>" (eval.zoo.split_tap), not a stage
-
-
 def is_spatial(feature) -> bool:
+    """A spatial read-out's feature (``<module>@grid<n>``, :func:`eval.zoo.split_tap`), not a stage."""
     return GRID in str(feature)
 
 
@@ -885,6 +884,9 @@ def validity_section(sweep_md: Path, page_dir: Path) -> str:
     return head + body
 
 
+FINETUNE_CLAIMS = {"fine-tuning lifts VPT-basic": "3dpc/vpt", "fine-tuned depth order above humans": "3dpc/depth"}
+
+
 def why_not(verdict: pd.DataFrame, acc: pd.DataFrame, curves: pd.DataFrame, base: pd.DataFrame | None,
             spatial: pd.DataFrame | None = None) -> list[str]:
     """Measured reasons beside each claim that does not hold, from the results folder itself: for "fine-tuning
@@ -898,8 +900,8 @@ def why_not(verdict: pd.DataFrame, acc: pd.DataFrame, curves: pd.DataFrame, base
     pix = {} if base is None else dict(zip(base["task"], zip(base["pixels"], base["pixels_ci"])))
     for _, v in verdict[verdict["holds"] == "no"].iterrows():
         obs, claim = v["observer"], v["claim"]
-        if claim in ("fine-tuning lifts VPT-basic", "fine-tuned depth order above humans"):
-            task = "3dpc/vpt" if "VPT" in claim else "3dpc/depth"
+        if claim in FINETUNE_CLAIMS:
+            task = FINETUNE_CLAIMS[claim]
             sel = main[(main["task"] == task) & (main["method"] == "finetune") & (main["observer"] == obs)]
             rids = set(sel["run_ids"].iloc[0].split(",")) if len(sel) else set()
             for _, c in curves[curves["run_id"].isin(rids)].iterrows():

@@ -262,9 +262,7 @@ def split_tap(tap: str) -> tuple[str, int]:
 def _grid_reduce(x, grid: int, tap: str):
     import torch.nn.functional as F
 
-    if isinstance(x, (tuple, list)):
-        x = x[0]
-    if x.ndim != 4:
+    if x.ndim != 4:  # (the hook, _capture, has already taken a tuple output's first tensor)
         raise ZooError(f"tap {tap!r}: a grid read-out needs a [B, C, H, W] map, got shape {tuple(x.shape)}")
     return F.adaptive_avg_pool2d(x, grid).flatten(1)
 
