@@ -53,14 +53,21 @@ def _init(parent: int | None, initializer: Callable | None, initargs: tuple) -> 
 
 
 def _stop(ex) -> None:
-    """Cancel queued jobs and terminate the workers now (``shutdown(wait=True)`` would wait for them)."""
+    """Cancel queued jobs and terminate the workers now (``shutdown(wait=True)`` would wait for them).
+
+    Then wait for the executor's manager thread: it closes its wake-up pipe as it ends, and Python's exit
+    hook for process pools writes to that pipe. Left running (Python 3.11), the two race and a Ctrl-C'd run
+    ends with "Exception ignored ... Bad file descriptor" and a traceback under its one line (seen in CI)."""
     procs = list((getattr(ex, "_processes", None) or {}).values())
+    manager = getattr(ex, "_executor_manager_thread", None)  # shutdown() forgets it
     ex.shutdown(wait=False, cancel_futures=True)
     for p in procs:
         if p.is_alive():
             p.terminate()
     for p in procs:
         p.join(5)
+    if manager is not None and manager is not threading.current_thread():
+        manager.join(10)
 
 
 def run_jobs(fn: Callable[[Any], Any], jobs: Iterable[Any], workers: int, initializer: Callable | None = None,

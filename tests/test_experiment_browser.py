@@ -4,6 +4,7 @@ completion code; then closes mid-block, reopens the link and resumes. The databa
 keys pressed, once each, with browser-measured RTs."""
 import os
 import shutil
+import asyncio
 import tempfile
 from pathlib import Path
 
@@ -30,6 +31,15 @@ def browser():
         b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
         yield b
         b.close()
+
+
+def _slow_examples(app, seconds=0.5):
+    """Serve the instruction examples late, as a loaded server or a slow network does."""
+    @app.middleware("http")
+    async def late(request, call_next):
+        if request.url.path.startswith("/api/example/"):
+            await asyncio.sleep(seconds)
+        return await call_next(request)
 
 
 def _press_through(page, keys_pressed, n, study, shot=None):
@@ -63,6 +73,9 @@ def test_browser_session_by_key_presses_and_resume(browser, tmp_path):
     study = open_study(ds, design(n_practice=4, n_attention=0, feedback_ms=300, iti_ms=150, rest_every=5,
                                   image_px=256), f"sqlite:///{tmp_path}/s.db")
     app = create_app(study, ADMIN)
+    # the page must report the instructions as shown (and so take the key press) only once they are on
+    # screen: late example images once lost the Space press in CI (the examples check was vacuously true)
+    _slow_examples(app)
     link_params = "?PROLIFIC_PID=browser-pid-1&STUDY_ID=st1&SESSION_ID=se1"
     pressed = []
     with LocalServer(app) as url:

@@ -61,3 +61,28 @@ def test_first_failure_stops_the_pool_fast():
         for _ in run_jobs(time.sleep, ["x", 30, 30, 30], 2):  # sleep("x") fails at once, the others take 30 s
             pass
     assert time.time() - t0 < 20, "queued jobs were cancelled, not waited for"
+
+
+def _pool_managers() -> list:
+    import concurrent.futures.process as cfp
+    import threading
+
+    return [t for t in threading.enumerate() if isinstance(t, cfp._ExecutorManagerThread) and t.is_alive()]
+
+
+@pytest.mark.parametrize("how", ["failure", "consumer stops"])
+def test_a_stopped_pool_leaves_no_manager_thread(how):
+    """A stopped pool's manager thread has ended (and closed its wake-up pipe) before run_jobs returns: left
+    running, it raced Python's exit hook, and a Ctrl-C'd ``tasks.generate`` printed a traceback (CI)."""
+    from infra.pool import run_jobs
+
+    before = _pool_managers()
+    if how == "failure":
+        with pytest.raises(TypeError):
+            for _ in run_jobs(time.sleep, ["x", 30, 30], 2):
+                pass
+    else:
+        jobs = run_jobs(time.sleep, [0, 30, 30, 30], 2)
+        next(jobs)
+        jobs.close()  # what a KeyboardInterrupt in the consumer's loop does to the generator
+    assert _pool_managers() == before

@@ -66,11 +66,15 @@
       ${figs ? `<div class="examples">${figs}</div>` : ""}</div>`;
   }
 
+  // data-state names the screen that is shown *and* takes keys: set once both are true (automated checks
+  // and the keydown guard rely on it), never while the examples are still loading
   async function showInstructions(startText) {
-    setState("instructions");
+    setState("loading");
     const urls = await Promise.all(examples.map((e) => blobUrl(`/api/example/${e.index}`)));
     html(instructionsHtml(urls) + `<p><button data-key=" ">${esc(startText)}</button></p><p>Press <b>space</b> to start.</p>`);
-    await waitKey([" "]);
+    const started = waitKey([" "]);
+    setState("instructions");
+    await started;
     urls.forEach((u) => URL.revokeObjectURL(u));
   }
 
