@@ -965,8 +965,8 @@ def _depth_probe_why(obs: str, main: pd.DataFrame, acc: pd.DataFrame, base: pd.D
     grid = depth[(depth["observer"] == obs) & spatial_rows(depth)]
     if len(grid):
         g = grid.iloc[0]
-        ctrl = depth[depth["feature"].eq(g["feature"]) & depth["observer"].str.contains("(random", regex=False)
-                     & depth["observer"].str.startswith(obs.split(" (")[0])]
+        ctrl = depth[depth["feature"].eq(g["feature"]) & ~depth["pretrained"].astype(bool)
+                     & depth["model_id"].eq(g["model_id"])].sort_values("observer")  # its random-weight twin
         rel = ("above" if g["ci_low"] > r["ci_high"] else "below" if g["ci_high"] < r["ci_low"]
                else "with a CI overlapping that of")
         text += (f". Read on a grid that keeps where in the image the features respond (`{g['feature']}`), the "

@@ -536,7 +536,7 @@ def test_why_not_reads_the_curves_and_the_pixel_baseline():
     def row(task, method, obs, a, lo, hi, key, rids=""):
         return {"task": task, "method": method, "observer": obs, "accuracy": a, "ci_low": lo, "ci_high": hi,
                 "key": key, "run_ids": rids, "feature": "finetuned" if method == "finetune" else "pooled",
-                "split": "test"}
+                "split": "test", "model_id": obs.split(" (")[0], "pretrained": "(random" not in obs}
 
     acc = pd.DataFrame([row("3dpc/vpt", "finetune", "A", 0.51, 0.44, 0.58, "R1", "ft_a"),
                         row("3dpc/vpt", "finetune", "B", 0.50, 0.43, 0.57, "R2", "ft_b"),
@@ -571,7 +571,10 @@ def test_why_not_reads_the_curves_and_the_pixel_baseline():
     assert len(without) == 4 and "raw-pixel" not in without[3], "without the build no pixel comparison is made"
     # the spatial read-out: the grid beside the pooled probe (above, overlapping or below) and its random control;
     # never taken for the best stage
+    # (another model's random control first, whose label starts with this one's name: the control is matched
+    # on the model id, not on the label)
     grid = pd.DataFrame([{**row("3dpc/depth", "probe", "D", 0.70, 0.66, 0.74, "R9"), "feature": "bn2@grid3"},
+                         {**row("3dpc/depth", "probe", "D2 (random)", 0.45, 0.41, 0.49, "R12"), "feature": "bn2@grid3"},
                          {**row("3dpc/depth", "probe", "D (random)", 0.55, 0.51, 0.59, "R10"), "feature": "bn2@grid3"}])
     text = why_not(verdict, pd.concat([acc, grid], ignore_index=True), curves, base)[4]
     assert "the best per-layer probe is `blocks.5`" in text
@@ -587,7 +590,7 @@ def test_why_not_reads_the_curves_and_the_pixel_baseline():
     paired = pd.DataFrame([{"observer": "D", "task": "Depth order", "diff": "+0.170, p 0.001 (40 placements)"}])
     assert ("above its pooled probe (paired over the same test placements, grid − pooled +0.170, p 0.001 (40 "
             "placements))") in why_not(verdict, pd.concat([acc, grid], ignore_index=True), curves, base, paired)[4]
-    low = grid.assign(accuracy=[0.45, 0.5], ci_low=[0.42, 0.46], ci_high=[0.48, 0.54]).iloc[:1]
+    low = grid.assign(accuracy=[0.45, 0.4, 0.5], ci_low=[0.42, 0.4, 0.46], ci_high=[0.48, 0.4, 0.54]).iloc[:1]
     assert "(R9), below its pooled probe" in why_not(verdict, pd.concat([acc, low], ignore_index=True), curves, base)[4]
 
 
