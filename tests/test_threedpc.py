@@ -690,3 +690,20 @@ def test_depth_only_frames_put_neither_prop_further_out():
     mid = (df.kind == "midpoint").to_numpy()
     assert ((cue[mid] > 0) == df.near_is_ball[mid].to_numpy()).all()
     assert np.abs(cue[~mid]).max() < 1e-6
+
+
+def test_config_round_trips_through_as_input(tmp_path, monkeypatch):
+    """BuildConfig.as_input() is what config_from_dict takes back: every section, the pair tuples
+    (scene_splits, scene_frames) and tuple fields come back equal, and a change applied on top is validated."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("a.ply", "b.ply", "c.ply"):
+        (tmp_path / name).write_bytes(b"")  # scene files must exist; their content is not read here
+    cfg = config_from_dict({"scenes": ["a.ply", "b.ply", "c.ply"], "out": "o",
+                            "scene_splits": {"a.ply": "train", "b.ply": "test", "c.ply": "strategy"},
+                            "scene_frames": {"a.ply": {"up": "-y", "object_height_m": 1.2}},
+                            "audit": {"vpt_orientation_max": 0.6}, "style": {"target_color": [1, 0, 0]},
+                            "depth_cue_band": [0.2, 0.8], "settings": 6, "human_n": 8})
+    assert config_from_dict(cfg.as_input()) == cfg
+    assert config_from_dict({**cfg.as_input(), "settings": 8}) == dataclasses.replace(cfg, settings=8)
+    with pytest.raises(ConfigError, match="settings"):
+        config_from_dict({**cfg.as_input(), "settings": -1})

@@ -49,16 +49,11 @@ def test_every_configuration_is_a_valid_build_with_enough_test_placements_for_en
     # options. Hydra composes each design once (its options are valid overrides); every pair is then validated
     # by the builder's own check on the composed configuration plus the options (config_from_dict: the same
     # validation without Hydra's 0.3-0.7 s per compose; a composed config round-trips through it unchanged)
-    from dataclasses import asdict
 
     from tasks.threedpc.config import config_from_dict
 
-    def as_input(cfg):  # a BuildConfig as the mapping config_from_dict takes (its pair tuples as mappings)
-        return {**asdict(cfg), "scene_splits": dict(cfg.scene_splits),
-                "scene_frames": {k: dict(v) for k, v in cfg.scene_frames}}
-
     first = next(c for c in sweep.CONFIGS if not c["design"])
-    assert all(config_from_dict(as_input(cfg)) == cfg for cfg in composed.values())
+    assert all(config_from_dict(cfg.as_input()) == cfg for cfg in composed.values())
     for name, options in sweep.DESIGNS.items():
         if not options:
             continue
@@ -67,7 +62,7 @@ def test_every_configuration_is_a_valid_build_with_enough_test_placements_for_en
         assert all(getattr(cfg, k) == v for k, v in options.items()), name
         for c in sweep.CONFIGS:
             if not c["design"]:
-                cfg = config_from_dict({**as_input(composed[c["name"]]), **options, "allow_unvalidated": True})
+                cfg = config_from_dict({**composed[c["name"]].as_input(), **options, "allow_unvalidated": True})
                 assert all(getattr(cfg, k) == v for k, v in options.items()), (name, c["name"])
 
 

@@ -310,6 +310,12 @@ class BuildConfig:
             return "val" if setting >= self.settings + self.depth_settings - held else split
         return "val" if setting >= self.settings - self.val_settings else split
 
+    def as_input(self) -> dict[str, Any]:
+        """This config as the plain mapping :func:`config_from_dict` takes (its pair tuples as mappings), so
+        ``config_from_dict({**cfg.as_input(), **changes})`` is this config with ``changes``, validated again."""
+        return {**dataclasses.asdict(self), "scene_splits": dict(self.scene_splits),
+                "scene_frames": {k: dict(v) for k, v in self.scene_frames}}
+
     def identity(self) -> dict[str, Any]:
         """The fields that define the dataset's content (not how it is computed), plus ``design``: what the
         code fixes rather than the config (:func:`design_identity`), so that resuming a build written by code
