@@ -73,33 +73,40 @@ def tiny_3dpc(tmp_path_factory):
 # the other finishes a long one (the longest-processing-time rule). test_threedpc.py comes first: it builds
 # the shared TINY 3D-PC (tiny_3dpc) at once, while the other worker runs long files that do not need it; the
 # other files that read TINY (test_eval_e2e.py, test_reliability.py) come late enough to find it built.
-# Files not listed follow in their collection order. Wall seconds per file (2026-11-28, 2 workers), refreshed by
-# ``pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=0`` summed per file: a wrong order costs time, never a result.
+# Files not listed follow in their collection order. Seconds per file (2026-11-29, summed test durations of
+# ``pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=0``; test_threedpc after that day's cuts): a
+# wrong order costs time, never a result.
 LONGEST_FIRST = [
-    "test_threedpc.py",  # ~150 s, TINY build included
-    "test_cli_errors.py",  # ~80
-    "test_eval_diffusion.py",  # ~60
-    "test_eval_methods.py",  # ~50
-    "test_placement_design.py",  # ~46
-    "test_vpt_audit.py",  # ~42
-    "test_report_html.py",  # ~42
-    "test_reliability.py",  # ~47, reads TINY
-    "test_experiment.py",  # ~37
-    "test_eval_e2e.py",  # ~37, reads TINY
-    "test_results_3dpc.py",  # ~37
-    "test_proxy.py",  # ~30
-    "test_stimuli.py",
-    "test_mindset_common.py",
-    "test_cli.py",
-    "test_figures.py",
-    "test_shard.py",
-    "test_eval_ood.py",
+    "test_threedpc.py",  # ~100 s, TINY build included
+    "test_cli_errors.py",  # ~85
+    "test_report_html.py",  # ~53
+    "test_experiment.py",  # ~49
+    "test_eval_diffusion.py",  # ~49
+    "test_readme_commands.py",  # ~49
+    "test_eval_methods.py",  # ~45
+    "test_vpt_audit.py",  # ~38
+    "test_stimuli.py",  # ~38
+    "test_reliability.py",  # ~37, reads TINY
+    "test_placement_design.py",  # ~34
+    "test_eval_e2e.py",  # ~34, reads TINY
+    "test_mindset_common.py",  # ~33
+    "test_results_3dpc.py",  # ~33
+    "test_eval_vlm.py",  # ~32
+    "test_cli.py",  # ~27
+    "test_proxy.py",  # ~25
+    "test_figures.py",  # ~22
+    "test_catalogue.py",  # ~21
+    "test_shard.py",  # ~19
+    "test_canonical.py",
     "test_mindset_shapes.py",
-    "test_render_equivalence.py",
-    "test_readme_commands.py",
-    "test_eval_vlm.py",
     "test_reliability_cli.py",
-    "test_eval_decoders.py",
+    "test_mindset_illusions.py",
+    "test_objects.py",
+    "test_validity_sweep.py",
+    "test_shortcut_audit.py",
+    "test_real_scenes.py",
+    "test_render_equivalence.py",
+    "test_mindset_low.py",
 ]
 
 
