@@ -69,8 +69,10 @@ CONTEXT = (
     "**Design.** Our placements are matched so that layout cues do not give the VPT label away (the build's "
     "shortcut audit gates them), and depth items are matched so that no single image cue (the lower or larger "
     "prop is the nearer) orders more than 85% of the (ball nearer, ball further) image pairs (`depth_cue_band`; "
-    "the default build needed no drop); the release had no such control, and a quarter of our VPT negatives are "
-    "facing-away cases the release did not have in the same form.",
+    "the default build needed no drop); the release had no such control. A quarter of our VPT images (half "
+    "the negatives) are facing-away cases, which the paper does not describe: where the lens points in the "
+    "image tells them apart (the 2D orientation rule in the table above, reported but not gated; "
+    "docs/validity.md says why no placement design yet removes it).",
     "**Sizes.** Our test split has thousands of images over many placements (CIs by placement); the paper's "
     "model numbers are on 94 test images. Its VPT-Strategy has 10 settings × 10 scenes; ours one sequence per "
     "strategy scene.",
