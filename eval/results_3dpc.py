@@ -206,9 +206,11 @@ def spatial_tap(model_id: str, grid: int) -> str:
 
 class Clock:
     """Wall and CPU seconds of a block: CPU = this process's user + system time (all its threads) plus that of
-    its child processes reaped meanwhile (data-loader and decoding workers)."""
+    its child processes reaped meanwhile (data-loader and decoding workers); ``started``: when it began (UTC,
+    the ledger's ``started`` column)."""
 
     def __enter__(self):
+        self.started = _now()
         self.wall0 = time.perf_counter()
         self.cpu0 = _cpu_seconds()
         return self
@@ -239,9 +241,14 @@ def _threads() -> int:
 
 
 def _now() -> str:
+    return _utc(time.time())
+
+
+def _utc(seconds: float) -> str:
+    """A POSIX time as the ledger writes it (UTC, ISO 8601, whole seconds)."""
     import datetime as dt
 
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    return dt.datetime.fromtimestamp(seconds, dt.timezone.utc).isoformat(timespec="seconds")
 
 
 # ------------------------------------------------------------------------------------------------- run
@@ -510,7 +517,7 @@ class _Prober:
             write_cost(self.results, {"step": "embeddings", "model_id": obs.model_id, "weights": ident["weights"],
                                       "feature": ",".join(["pooled", *loaded.taps]), "build": self.build,
                                       "images": n - resumed, "size": int(loaded.data_config["input_size"][-1]),
-                                      "wall_s": c.wall, "cpu_s": c.cpu, "threads": _threads(), "started": _now(),
+                                      "wall_s": c.wall, "cpu_s": c.cpu, "threads": _threads(), "started": c.started,
                                       "note": f"resumed after {resumed} images extracted earlier" if resumed else ""})
         self.loaded[obs_text, taps] = (loaded, ident, emb)
         return loaded, ident, emb
@@ -543,7 +550,7 @@ class _Prober:
                                   "weights": ident["weights"], "task": task.name, "feature": job.feature,
                                   "seed": job.seed, "build": self.build, "images": len(task.split("train")),
                                   "epochs": int(summ["epochs_run"].iloc[0]), "wall_s": c.wall, "cpu_s": c.cpu,
-                                  "threads": _threads(), "started": _now()})
+                                  "threads": _threads(), "started": c.started})
 
 
 def finetune_config(cfg: ExperimentConfig, seeds: tuple[int, ...]):
@@ -654,7 +661,7 @@ class _Tuner:
                                   "feature": "finetuned", "seed": job.seed, "build": self.build,
                                   "epochs": after - before, "images": len(task.split("train")),
                                   "size": int(loaded.data_config["input_size"][-1]), "wall_s": c.wall,
-                                  "cpu_s": c.cpu, "threads": _threads(), "started": _now(),
+                                  "cpu_s": c.cpu, "threads": _threads(), "started": c.started,
                                   "note": "paused" if summ is None else f"finished after {after} epochs"})
         return "done" if summ is not None else "paused"
 
@@ -684,7 +691,7 @@ class _Tuner:
                 _run_id(method, obs.model_id, s, "finetune") for s in todo), "model_id": obs.model_id,
                 "weights": loaded.run_identity()["weights"], "task": strat.name, "feature": "finetuned",
                 "build": self.build, "images": len(strat.split("strategy")) * len(todo), "wall_s": c.wall,
-                "cpu_s": c.cpu, "threads": _threads(), "started": _now()})
+                "cpu_s": c.cpu, "threads": _threads(), "started": c.started})
         return len(self.cfg.finetune_seeds)
 
 
@@ -784,11 +791,12 @@ def measure_epoch(build, results, model: str = DEFAULT_FINETUNE[0], sizes: tuple
                 opt.step()
         base = {"model_id": obs.model_id, "weights": loaded.run_identity()["weights"], "task": task.name,
                 "feature": "finetuned", "build": build_identity(task), "size": size, "threads": _threads(),
-                "started": _now(), "note": f"build images {build_size} px, model input {native} px"}
+                "started": c.started, "note": f"build images {build_size} px, model input {native} px"}
         rows.append({**base, "step": "epoch_train", "images": len(tr), "epochs": 1, "wall_s": c.wall, "cpu_s": c.cpu})
         with Clock() as c:
             _run_epoch_eval(net, _loader(va, transform, fcfg, False, 0))
-        rows.append({**base, "step": "epoch_val", "images": len(va), "epochs": 1, "wall_s": c.wall, "cpu_s": c.cpu})
+        rows.append({**base, "step": "epoch_val", "images": len(va), "epochs": 1, "wall_s": c.wall, "cpu_s": c.cpu,
+                     "started": c.started})
     loaded.module.load_state_dict(initial)
     for r in rows:
         write_cost(results, r)
@@ -815,7 +823,8 @@ def record_build_time(results, build, time_file) -> dict:
     tasks = load_tasks(build)
     row = {"step": "build", "build": build_identity(tasks["vpt"]), "images": len(tasks["vpt"].dataset_images),
            "size": int(json.loads((Path(build) / "config.json").read_text())["size"]), "wall_s": wall, "cpu_s": cpu,
-           "started": _now(), "note": f"GNU time -v; max RSS {int(found.get('Maximum resident set size (kbytes)', 0)) // 1024} MB"}
+           "started": _utc(Path(time_file).stat().st_mtime - wall),  # the report is written as the build ends
+           "note": f"GNU time -v; max RSS {int(found.get('Maximum resident set size (kbytes)', 0)) // 1024} MB"}
     write_cost(results, row)
     return row
 

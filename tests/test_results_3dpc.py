@@ -2,6 +2,7 @@
 (probes, per-layer probes, fine-tuning, VPT-Strategy transfer) with a tiny timm model, resumed, then `page`;
 every accuracy on the page is traced back through its key to result rows and recomputed from the trials."""
 import json
+import os
 import re
 from pathlib import Path
 
@@ -269,8 +270,10 @@ def test_build_time_report_and_bad_input(experiment, tmp_path, capsys):
                       "\tSystem time (seconds): 20.00\n\tElapsed (wall clock) time (h:mm:ss or m:ss): 1:02:03\n"
                       "\tMaximum resident set size (kbytes): 204800\n")
     res = tmp_path / "res"
+    os.utime(report, (1_800_000_000, 1_800_000_000))  # GNU time writes its report as the build ends
     row = record_build_time(res, experiment["build"], report)
     assert row["cpu_s"] == pytest.approx(120.5) and row["wall_s"] == pytest.approx(3723)
+    assert row["started"] == "2027-01-15T06:57:57+00:00"  # 1,800,000,000 s (08:00:00 UTC) less 1:02:03
     assert read_cost(res).iloc[0]["step"] == "build"
     (tmp_path / "bad.txt").write_text("nothing\n")
     with pytest.raises(ExperimentError, match="GNU time"):
@@ -721,3 +724,17 @@ def test_spatial_step_reads_the_final_map_of_a_model_and_its_control():
     assert max(i for i, k in enumerate(kinds) if k[1] == "blocks.0") < min(grid)
     assert max(grid) < kinds.index(("finetune", "finetuned", "depth"))
     assert not [j for j in plan(ExperimentConfig(steps=("probe", "layers", "finetune"))) if "@grid" in j.feature]
+
+
+def test_ledger_started_is_when_the_work_began():
+    """A cost row's ``started`` is when its block began (it was once the time the row was written, i.e. the end)."""
+    import datetime as dt
+    import time
+
+    from eval.results_3dpc import Clock
+
+    t0 = time.time()
+    with Clock() as c:
+        time.sleep(1.2)
+    began = dt.datetime.fromisoformat(c.started).timestamp()
+    assert int(t0) <= began <= t0 + 0.5 and c.wall >= 1.2
