@@ -66,8 +66,8 @@
       ${figs ? `<div class="examples">${figs}</div>` : ""}</div>`;
   }
 
-  // data-state names the screen that is shown *and* takes keys: set once both are true (automated checks
-  // and the keydown guard rely on it), never while the examples are still loading
+  // data-state names the screen that is shown *and* takes keys: set once both are true, never while the
+  // examples still load (an automated check that waits for "instructions" and presses Space relies on it)
   async function showInstructions(startText) {
     setState("loading");
     const urls = await Promise.all(examples.map((e) => blobUrl(`/api/example/${e.index}`)));
