@@ -911,9 +911,20 @@ def why_not(verdict: pd.DataFrame, acc: pd.DataFrame, curves: pd.DataFrame, base
                 train = [x for x in c["train_accuracy"] if x is not None]
                 if train:
                     gap = train[-1] - val[-1]
-                    kind = ("it fits its training placements (training accuracy well above validation) without "
-                            "what carries to held-out scenes: overfitting" if gap >= 0.1 else
-                            "training accuracy stays near validation: the network did not learn the task")
+                    best = int(np.argmax(val))
+                    # still learning: the best validation accuracy in the last two of at least four epochs, at
+                    # least 0.05 above the first (early stopping watches the loss, not the accuracy)
+                    rising = len(val) >= 4 and best >= len(val) - 2 and val[best] - val[0] >= 0.05
+                    if gap >= 0.1 and rising:
+                        kind = ("training accuracy runs well ahead of validation, but validation accuracy was still "
+                                f"rising when early stopping on the validation loss ended the run (best {val[best]:.3f}"
+                                f" in epoch {best + 1} of {len(val)}): the network was still learning what carries to "
+                                "held-out scenes, and a longer run might lift it")
+                    elif gap >= 0.1:
+                        kind = ("it fits its training placements (training accuracy well above validation) without "
+                                "what carries to held-out scenes: overfitting")
+                    else:
+                        kind = "training accuracy stays near validation: the network did not learn the task"
                     out.append(f"- **{claim}, {obs}:** training accuracy by epoch {curve_text(train)}; validation "
                                f"{curve_text(val)} (`{c['run_id']}`): {kind}.")
                 else:
@@ -1255,8 +1266,9 @@ def write_page(results, out_md, img_dir=None, n_boot: int = 10_000, build=None) 
             (True, "### Fine-tuning curves", "Finished runs, read from their last checkpoint. Training accuracy is the "
              "running accuracy over each epoch's batches in train mode (dropout on), so it trails what the weights "
              "score at the epoch's end; `-`: an epoch trained before it was recorded. A training accuracy far above "
-             "the validation accuracy means the network fits its training placements without what carries to "
-             "held-out scenes."),
+             "a flat validation accuracy means the network fits its training placements without what carries to "
+             "held-out scenes; a validation accuracy still rising at the end means early stopping, which watches "
+             "the validation loss, ended a run that was still learning."),
             (False, "### Fine-tuning in progress", "Unfinished runs (resumable: the same `run` command continues "
              "them): their curves so far, read from the resume checkpoint; no test accuracy is reported until "
              "early stopping ends the run.")):

@@ -189,8 +189,23 @@ def _stub_scene(ply: Path):
     return build
 
 
+# modules that bind a stubbed name at import time (``from .runner import run_method``): imported before the
+# stubs go in, so that the binding is the real function (a module first imported under the stubs would keep the
+# stub for the rest of the test process: eval.probe once did, and a later file's probe runs stopped at it)
+BIND_AT_IMPORT = ("eval.probe", "eval.finetune", "eval.ood", "eval.results_3dpc")
+PROJECT = ("eval", "tasks", "render", "scenes", "infra", "experiment")
+STUBS: list = []  # the stub functions now installed (run_cli checks that none stays bound after a command)
+
+
+def _ours(module) -> bool:
+    return str(getattr(module, "__name__", "")).split(".")[0] in PROJECT
+
+
 def install_stops(monkeypatch, log: Log, work: Path) -> None:
-    """The stubs (module docstring). Each records what it was given."""
+    """The stubs (module docstring). Each records what it was given. A stubbed function is replaced on its
+    module and wherever a loaded project module holds it under the same name (``from X import name``)."""
+    for name in BIND_AT_IMPORT:
+        importlib.import_module(name)
     import eval.diffusion  # noqa: F401  (patched below: imported so that the attribute exists)
     import eval.html_report
     import eval.report
@@ -235,6 +250,7 @@ def install_stops(monkeypatch, log: Log, work: Path) -> None:
         return np.ones((2, size, size)), ["car", "chair"]
 
     stand_in = _stub_scene(work / "path" / "to" / "point_cloud.ply")
+    stubs = []
     for obj, name, fn in (
             (build_module, "build", build_3dpc), (shard_module, "run", shard_run),
             (tasks.trajectory, "output_folder", output_folder), (tasks.stimuli.writer, "output_folder", output_folder),
@@ -247,7 +263,13 @@ def install_stops(monkeypatch, log: Log, work: Path) -> None:
             (eval.report, "run_stats", lambda c: log.add("stats", c) or Path(c["results"]) / "stats"),
             (eval.html_report, "build_report", lambda c: log.add("report", c) or "report.html"),
             (uvicorn, "run", lambda app, **kw: (_ for _ in ()).throw(Reached("serve", app)))):
+        original = getattr(obj, name)
         monkeypatch.setattr(obj, name, fn)
+        for mod in list(sys.modules.values()):
+            if mod is not obj and _ours(mod) and getattr(mod, name, None) is original:
+                monkeypatch.setattr(mod, name, fn)
+        stubs.append(fn)
+    monkeypatch.setattr(sys.modules[__name__], "STUBS", stubs)  # back to [] when the test ends
 
 
 def run_cli(module: str, args: list[str], work: Path, monkeypatch) -> str:
@@ -258,6 +280,7 @@ def run_cli(module: str, args: list[str], work: Path, monkeypatch) -> str:
     GlobalHydra.instance().clear()
     monkeypatch.chdir(work)
     monkeypatch.setattr(sys, "argv", [module, *args])
+    loaded = set(sys.modules)
     try:
         runpy.run_module(module, run_name="__main__", alter_sys=True)
     except Reached as r:
@@ -267,7 +290,17 @@ def run_cli(module: str, args: list[str], work: Path, monkeypatch) -> str:
             raise AssertionError(f"python -m {module} {' '.join(args)}: exit status {e.code}") from None
     finally:
         GlobalHydra.instance().clear()
+        _no_stub_kept(set(sys.modules) - loaded)
     return "finished"
+
+
+def _no_stub_kept(new_modules) -> None:
+    """A project module first imported during a stubbed command must not hold a stub under any name: the
+    monkeypatch undo would not reach it, and later tests in this process would run the stub."""
+    kept = sorted(f"{m}.{k}" for m in new_modules if _ours(sys.modules.get(m))
+                  for k, v in vars(sys.modules[m]).items() if any(v is f for f in STUBS))
+    assert not kept, (f"{kept}: imported under the README stubs, they bound a stub; add their modules to "
+                      "BIND_AT_IMPORT (tests/test_readme_commands.py)")
 
 
 # -------------------------------------------------------------------------------------------- the folder

@@ -590,6 +590,11 @@ def test_why_not_reads_the_curves_and_the_pixel_baseline():
     got = why_not(dverdict, pd.concat([acc, dft], ignore_index=True), dcurves, base)
     assert len(got) == 1 and got[0].startswith("- **fine-tuned depth order above humans, A:** training accuracy")
     assert "overfitting" in got[0] and "`ft_d`" in got[0]
+    # validation accuracy still rising at the stop (best in the last two of >= 4 epochs): not called overfitting
+    rising = dcurves.assign(val_accuracy=[[0.54, 0.57, 0.60, 0.63, 0.62]],
+                            train_accuracy=[[0.6, 0.7, 0.8, 0.9, 0.95]])
+    got = why_not(dverdict, pd.concat([acc, dft], ignore_index=True), rising, base)
+    assert "still rising" in got[0] and "best 0.630 in epoch 4 of 5" in got[0] and "overfitting" not in got[0]
     paired = pd.DataFrame([{"observer": "D", "task": "Depth order", "diff": "+0.170, p 0.001 (40 placements)"}])
     assert ("above its pooled probe (paired over the same test placements, grid − pooled +0.170, p 0.001 (40 "
             "placements))") in why_not(verdict, pd.concat([acc, grid], ignore_index=True), curves, base, paired)[4]
