@@ -2,9 +2,9 @@
 experiment by key presses: consent, instructions, practice with feedback, test without feedback, the
 completion code; then closes mid-block, reopens the link and resumes. The database must hold exactly the
 keys pressed, once each, with browser-measured RTs."""
+import asyncio
 import os
 import shutil
-import asyncio
 import tempfile
 from pathlib import Path
 
