@@ -237,6 +237,8 @@ def accuracy_table(trials: pd.DataFrame, summary: pd.DataFrame, n_boot: int = 10
 
 
 WHOLE = ("pooled", "finetuned")  # features of the whole model: the paper's probe input, and fine-tuning
+
+
 def is_spatial(feature) -> bool:
     """A spatial read-out's feature (``<module>@grid<n>``, :func:`eval.zoo.split_tap`), not a stage."""
     return GRID in str(feature)
@@ -889,6 +891,23 @@ def validity_section(sweep_md: Path, page_dir: Path) -> str:
 FINETUNE_CLAIMS = {"fine-tuning lifts VPT-basic": "3dpc/vpt", "fine-tuned depth order above humans": "3dpc/depth"}
 
 
+def curve_reading(train: list[float], val: list[float]) -> str:
+    """What a fine-tuning run's curves say (training and validation accuracy by epoch): overfitting (training
+    well above a validation accuracy that stopped rising), still learning (the best validation accuracy in
+    the last two of at least four epochs and at least 0.05 above the first: early stopping watches the loss,
+    not the accuracy), or not learning (training near validation)."""
+    if train[-1] - val[-1] < 0.1:
+        return "training accuracy stays near validation: the network did not learn the task"
+    best = int(np.argmax(val))
+    if len(val) >= 4 and best >= len(val) - 2 and val[best] - val[0] >= 0.05:
+        return ("training accuracy runs well ahead of validation, but validation accuracy was still rising when "
+                f"early stopping on the validation loss ended the run (best {val[best]:.3f} in epoch {best + 1} of "
+                f"{len(val)}): the network was still learning what carries to held-out scenes, and a longer run "
+                "might lift it")
+    return ("it fits its training placements (training accuracy well above validation) without what carries to "
+            "held-out scenes: overfitting")
+
+
 def why_not(verdict: pd.DataFrame, acc: pd.DataFrame, curves: pd.DataFrame, base: pd.DataFrame | None,
             spatial: pd.DataFrame | None = None) -> list[str]:
     """Measured reasons beside each claim that does not hold, from the results folder itself: for "fine-tuning
@@ -910,23 +929,8 @@ def why_not(verdict: pd.DataFrame, acc: pd.DataFrame, curves: pd.DataFrame, base
                 val = list(c["val_accuracy"])
                 train = [x for x in c["train_accuracy"] if x is not None]
                 if train:
-                    gap = train[-1] - val[-1]
-                    best = int(np.argmax(val))
-                    # still learning: the best validation accuracy in the last two of at least four epochs, at
-                    # least 0.05 above the first (early stopping watches the loss, not the accuracy)
-                    rising = len(val) >= 4 and best >= len(val) - 2 and val[best] - val[0] >= 0.05
-                    if gap >= 0.1 and rising:
-                        kind = ("training accuracy runs well ahead of validation, but validation accuracy was still "
-                                f"rising when early stopping on the validation loss ended the run (best {val[best]:.3f}"
-                                f" in epoch {best + 1} of {len(val)}): the network was still learning what carries to "
-                                "held-out scenes, and a longer run might lift it")
-                    elif gap >= 0.1:
-                        kind = ("it fits its training placements (training accuracy well above validation) without "
-                                "what carries to held-out scenes: overfitting")
-                    else:
-                        kind = "training accuracy stays near validation: the network did not learn the task"
                     out.append(f"- **{claim}, {obs}:** training accuracy by epoch {curve_text(train)}; validation "
-                               f"{curve_text(val)} (`{c['run_id']}`): {kind}.")
+                               f"{curve_text(val)} (`{c['run_id']}`): {curve_reading(train, val)}.")
                 else:
                     out.append(f"- **{claim}, {obs}:** validation accuracy by epoch {curve_text(val)}"
                                f" (`{c['run_id']}`); its training accuracy was not recorded (trained before it was "

@@ -66,7 +66,7 @@ def _stop(ex) -> None:
             p.terminate()
     for p in procs:
         p.join(5)
-    if manager is not None and manager is not threading.current_thread():
+    if manager is not None:
         manager.join(10)
 
 
