@@ -664,8 +664,9 @@ def spatial_table(probes: pd.DataFrame, todo: pd.DataFrame, trials: pd.DataFrame
     """The spatial read-out beside the pooled probe: per (observer, task) with a planned or finished grid
     feature, both test accuracies as ``acc [lo, hi] (key)`` cells (``NOT_RUN`` for a planned cell without
     results) and, given ``trials``, their paired difference over test placements (grid − pooled, the same
-    images: a sign-flip test of the per-placement accuracies, seeds pooled). ``probes``: accuracy-table rows of
-    probes on the test split; ``todo``: planned, not run."""
+    images: a sign-flip test of the per-placement accuracies, seeds pooled); ``task_id`` keeps the task's key
+    (``task`` is its display title). ``probes``: accuracy-table rows of probes on the test split; ``todo``:
+    planned, not run."""
     grid = pd.concat([probes[spatial_rows(probes)], todo[spatial_rows(todo)]],
                      ignore_index=True)
     rows = []
@@ -681,8 +682,8 @@ def spatial_table(probes: pd.DataFrame, todo: pd.DataFrame, trials: pd.DataFrame
                         placement_accuracy(trials, pooled.iloc[0]["run_ids"].split(","), "test"))
             diff = f"{r['mean_difference']:+.3f}, p {_fmt_p(r['p_value'])} ({r['n']} placements)"
         rows.append({"observer": obs, "task": TASK_TITLES.get(task, task), "pooled": cell(pooled),
-                     "grid": cell(done), "diff": diff, "feature": f"`{g['feature'].iloc[0]}`"})
-    return pd.DataFrame(rows, columns=["observer", "task", "pooled", "grid", "diff", "feature"])
+                     "grid": cell(done), "diff": diff, "feature": f"`{g['feature'].iloc[0]}`", "task_id": task})
+    return pd.DataFrame(rows, columns=["observer", "task", "pooled", "grid", "diff", "feature", "task_id"])
 
 
 def layers_figure(acc: pd.DataFrame):
@@ -990,7 +991,7 @@ def _depth_probe_why(obs: str, main: pd.DataFrame, acc: pd.DataFrame, base: pd.D
                  f"same network's final map reaches {g['accuracy']:.3f} [{g['ci_low']:.3f}, {g['ci_high']:.3f}] "
                  f"({g['key']}), {rel} its pooled probe")
         paired = None if spatial is None else spatial[(spatial["observer"] == obs)
-                                                      & (spatial["task"] == TASK_TITLES["3dpc/depth"])]
+                                                      & (spatial["task_id"] == "3dpc/depth")]
         if paired is not None and len(paired) and paired.iloc[0]["diff"]:
             text += f" (paired over the same test placements, grid − pooled {paired.iloc[0]['diff']})"
         if len(ctrl):
@@ -1061,7 +1062,7 @@ def baseline_table(acc: pd.DataFrame, build, build_digests) -> pd.DataFrame:
                "pixels_ci": (f"[{pix['ci_low'].iloc[0]:.3f}, {pix['ci_high'].iloc[0]:.3f}]" if len(pix) else ""),
                "rule": float(rules["value"].iloc[0]) if len(rules) else float("nan"),
                "rule_name": str(rules["name"].iloc[0]) if len(rules) else ""}
-        # builds audited before 29 Nov have no tree row, before 30 Nov no tree on image cues only
+        # builds audited before 29 Nov have no tree row, earlier on 29 Nov no tree on image cues only
         for col, name in (("tree", "two_level_tree"), ("tree_image", "two_level_tree_image")):
             tree = a[(a["kind"] == "tree") & (a["name"] == name)]
             row[col] = float(tree["value"].iloc[0]) if len(tree) else float("nan")

@@ -595,7 +595,8 @@ def test_why_not_reads_the_curves_and_the_pixel_baseline():
                             train_accuracy=[[0.6, 0.7, 0.8, 0.9, 0.95]])
     got = why_not(dverdict, pd.concat([acc, dft], ignore_index=True), rising, base)
     assert "still rising" in got[0] and "best 0.630 in epoch 4 of 5" in got[0] and "overfitting" not in got[0]
-    paired = pd.DataFrame([{"observer": "D", "task": "Depth order", "diff": "+0.170, p 0.001 (40 placements)"}])
+    paired = pd.DataFrame([{"observer": "D", "task": "Depth order", "task_id": "3dpc/depth",
+                            "diff": "+0.170, p 0.001 (40 placements)"}])
     assert ("above its pooled probe (paired over the same test placements, grid − pooled +0.170, p 0.001 (40 "
             "placements))") in why_not(verdict, pd.concat([acc, grid], ignore_index=True), curves, base, paired)[4]
     low = grid.assign(accuracy=[0.45, 0.4, 0.5], ci_low=[0.42, 0.4, 0.46], ci_high=[0.48, 0.4, 0.54]).iloc[:1]
