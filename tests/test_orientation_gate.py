@@ -127,3 +127,47 @@ def test_a_figure_outside_its_limits_fails_only_when_its_ci_excludes_chance():
     assert _row("vpt", "pixel_logreg", "pixels", 0.59, (0.46, 0.71), 80, 80, 45, "test", gate, strict, "")["enforced"]
     table = pd.DataFrame([noisy, real]).astype({"passed": "boolean", "enforced": "boolean"})
     assert list(failed_gates(table).value) == [0.64]
+
+
+def test_the_image_cue_regression_is_gated_apart_from_the_all_cue_one():
+    """Issue 35 (29 Nov, eighth session): the VPT regression on image cues alone (``<n>_image_cues``, gate
+    ``audit.vpt_image_logreg_max``) is the 2D shortcut check; the all-cue one also reads scene parameters. With
+    the orientation cue ungated a reported twin takes the lens direction in, so the summary shows the two image
+    cues together (the facing-away design's 0.74-0.85); gated, the cue joins the gated image regression."""
+    from tasks.threedpc.shortcuts import IMAGE_CUES
+
+    cfg = AuditConfig(bootstrap=50)
+    table = shortcut_audit(_oriented(synthetic_meta(seed=5), perfect=True), None, cfg)
+    reg = table[(table.task == "vpt") & (table.kind == "cue_logreg")].set_index("name")
+    image = reg.loc[[n for n in reg.index if n.endswith("_image_cues")][0]]
+    twin = reg.loc[[n for n in reg.index if n.endswith("_with_orientation")][0]]
+    assert image.enforced and image.gate_high == cfg.vpt_image_logreg_max and "lens_ball_angle" not in image.description
+    cols = image.description.split("image cues ", 1)[1].split(", ")
+    assert cols and set(cols) <= IMAGE_CUES and "prop_distance" not in cols
+    assert twin.value > 0.95 and not twin.enforced and pd.isna(twin.passed)
+    assert "lens_ball_angle" in twin.description
+
+    gated = shortcut_audit(_oriented(synthetic_meta(seed=5), perfect=True), None,
+                           AuditConfig(bootstrap=50, vpt_orientation_max=0.65))
+    reg = gated[(gated.task == "vpt") & (gated.kind == "cue_logreg")]
+    assert not reg.name.str.endswith("_with_orientation").any()
+    image = reg[reg.name.str.endswith("_image_cues")].iloc[0]
+    assert "lens_ball_angle" in image.description and image.value > 0.95 and image.enforced and not image.passed
+
+
+def test_a_3d_layout_that_decides_vpt_is_read_by_the_all_cue_regression_more_than_the_image_one():
+    """The label fixed by where the ball stands (its distance from the object, a scene parameter: further out
+    exactly when visible): the all-cue regression reads it exactly; the image-cue regression only as far as the
+    images show it (the ball's image position and separation follow it loosely), and it is scored at its own gate."""
+    meta = synthetic_meta(seed=7)
+    rng = np.random.default_rng(0)
+    far = meta.groupby(["scene", "setting"]).vpt_label.transform("first").to_numpy() == 1
+    r = np.where(far, rng.uniform(1.6, 2.0, len(meta)), rng.uniform(0.8, 1.2, len(meta)))
+    ang = np.arctan2(meta.ball_y, meta.ball_x)
+    meta["ball_x"], meta["ball_y"] = r * np.cos(ang), r * np.sin(ang)
+    table = shortcut_audit(meta, None, AuditConfig(bootstrap=50))
+    reg = table[(table.task == "vpt") & (table.kind == "cue_logreg")]
+    every = reg[reg.name.str.endswith("_cues") & ~reg.name.str.contains("image")].iloc[0]
+    image = reg[reg.name.str.endswith("_image_cues")].iloc[0]
+    assert every.value > 0.95 and "ball_object_distance" in every.description
+    assert image.value < every.value - 0.2 and image.gate_high == 0.65

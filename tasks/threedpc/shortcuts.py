@@ -12,7 +12,8 @@ images, what a careful reviewer would try, each fitted on ``split == "train"`` a
 * ``rule``         — one-line rules (a threshold and polarity fitted on train, accuracy on test), e.g. VPT
   "the object's image box is not between the props → visible", "the lens axis points within N° of the ball in
   the image → visible" (the 2D orientation cue), depth "ball higher in the image → further".
-* ``cue_logreg``   — logistic regression on all cues together (standardised), accuracy on test.
+* ``cue_logreg``   — logistic regression on all cues together (standardised), accuracy on test; and on the
+                     image cues alone (``<n>_image_cues``, :data:`IMAGE_CUES`), gated separately.
 * ``pixel_logreg`` — logistic regression on downsampled raw pixels (``pixel_size``² RGB, standardised).
 * ``shuffled_control`` — the same pixel model trained on permuted training labels (should sit at ~0.5).
 
@@ -492,6 +493,21 @@ def audit_task(df, task: str, cfg: AuditConfig, pixels: np.ndarray | None = None
     x = train_median_filled(df[joint].to_numpy(float), tr)
     pred = logreg_fit_predict(x[tr], y[tr], x[te], C=1.0, seed=cfg.seed)
     rows.append(acc_row("cue_logreg", f"{len(joint)}_cues", pred, "logistic regression on " + ", ".join(joint)))
+    # the same on what the image shows (IMAGE_CUES): the regression above also reads scene parameters (3D
+    # distances, heights) that fix whether the object lies between the props, i.e. the 3D layout the task asks
+    # about; a regression on image cues alone is a 2D shortcut (issue 35, 29 Nov, eighth session). With the
+    # orientation cue ungated, a reported twin takes it in too, so that the summary shows the two cues together.
+    image = [c for c in joint if c in IMAGE_CUES]
+    twins = [(f"{len(image)}_image_cues", image)]
+    if task == "vpt" and cfg.vpt_orientation_max is None:
+        extra = [c for c in cue_names if c in ORIENTATION and c in IMAGE_CUES]
+        if extra:
+            twins.append((f"{len(image) + len(extra)}_image_cues_with_orientation", image + extra))
+    for name, cols in twins:
+        if cols:
+            x = train_median_filled(df[cols].to_numpy(float), tr)
+            pred = logreg_fit_predict(x[tr], y[tr], x[te], C=1.0, seed=cfg.seed)
+            rows.append(acc_row("cue_logreg", name, pred, "logistic regression on the image cues " + ", ".join(cols)))
 
     tree = [c for c in cue_names if c not in TASK_CUES.get(task, ())]
     pred, text = tree_fit_predict(df[tree], y, tr, te, cfg.seed)
