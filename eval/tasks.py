@@ -140,7 +140,9 @@ def _threedpc(root: Path, target: str | None, val_fraction=None, test_fraction=N
     for split in ("train", "val", "test"):
         sel = meta[member].astype(bool) & (meta["split"] == split)
         rows.append(_rows(meta[sel], label_col, split, group[sel]))
-    sel = meta["in_human"].astype(bool)
+    # a task's own human set (in_human_vpt / in_human_depth, builds since 29 Nov), else the one both tasks share
+    own = "in_human_depth" if target == "depth" else "in_human_vpt"
+    sel = meta[own if own in meta else "in_human"].astype(bool)
     rows.append(_rows(meta[sel], label_col, "human", group[sel]))
     eval_splits = ["test", "human"]
     if target == "vpt_strategy":

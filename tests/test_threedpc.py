@@ -30,9 +30,19 @@ def test_outputs_and_balance(tiny):
             assert n.get(0, 0) == n.get(1, 0) > 0, (task, sp, n.to_dict())
             files = sorted((tiny / task / sp).rglob("*.png"))
             assert len(files) == len(g)
-    human = md[md.in_human]
-    assert len(human) == 4 and (human.split == "test").all()
-    assert sorted(zip(human.vpt_label, human.depth_label)) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    # a human set per task (depth settings of its own): each from that task's test frames, balanced on its label
+    for task in ("vpt", "depth"):
+        human = md[md[f"in_human_{task}"]]
+        assert len(human) == 4 and (human.split == "test").all() and human.keep.all()
+        assert human[f"{task}_label"].notna().all()
+        assert sorted(human[f"{task}_label"]) == [0, 0, 1, 1]
+        files = sorted((tiny / "human" / task).rglob("*.png"))  # the view: one link per image, under its label
+        assert len(files) == 4 and sorted(int(f.parent.name) for f in files) == [0, 0, 1, 1]
+    assert (md.in_human == (md.in_human_vpt | md.in_human_depth)).all()
+    depth_only = md.requested.eq("depth_only")
+    assert depth_only[md.in_human_depth].all() and not depth_only[md.in_human_vpt].any()
+    assert json.loads((tiny / "manifest.json").read_text())["counts"]["human"] == {"vpt0": 2, "vpt1": 2, "depth0": 2,
+                                                                                  "depth1": 2}
     strat = md[md.in_strategy].sort_values("setting")
     from tasks.threedpc.build import scene_rng, strategy_pattern
 
@@ -476,7 +486,7 @@ def test_every_range_rule_is_breached_by_a_refusal_case():
     breaks the rule its message names."""
     from tasks.threedpc.config import VALIDATED_RANGE
 
-    base = {**TINY, "settings": 10, "out": "x", "allow_unvalidated": True}
+    base = {**TINY, "settings": 10, "depth_settings": 10, "out": "x", "allow_unvalidated": True}
     hit = set()
     for option, value, field in OUTSIDE_CASES:
         extra = {"depth_settings": 0} if option == "placement_design" else {}  # the legacy design needs it
@@ -492,7 +502,7 @@ def test_builder_refuses_options_outside_the_validated_range(tmp_path, option, v
     """Options outside the range over which every validity-sweep configuration passed its shortcut audit are
     refused before anything is written, with one line naming the field, its value and the way out; with
     ``allow_unvalidated`` the config is accepted and its identity (what is rendered) is unchanged."""
-    base = {**TINY, "settings": 10, "out": str(tmp_path / "x")}
+    base = {**TINY, "settings": 10, "depth_settings": 10, "out": str(tmp_path / "x")}
     with pytest.raises(ConfigError) as err:
         config_from_dict({**base, option: value})
     msg = str(err.value)
@@ -707,3 +717,26 @@ def test_config_round_trips_through_as_input(tmp_path, monkeypatch):
     assert config_from_dict({**cfg.as_input(), "settings": 8}) == dataclasses.replace(cfg, settings=8)
     with pytest.raises(ConfigError, match="settings"):
         config_from_dict({**cfg.as_input(), "settings": -1})
+
+
+def test_human_subset_balances_its_cells_and_names_a_short_one():
+    """``assemble.human_subset``: jointly on (vpt, depth) the remainder goes to the mixed cells first (94 →
+    23/24/24/23, the paper's set for both tasks); on one label (a task's own set) to class 1 first; spread over
+    scenes round-robin; a cell with too few test images is named in the error."""
+    from tasks.threedpc.assemble import human_subset
+
+    rng = np.random.default_rng(0)
+    n = 800
+    df = pd.DataFrame({"split": np.where(np.arange(n) % 5 == 0, "train", "test"), "keep": True,
+                       "vpt_label": rng.integers(0, 2, n), "depth_label": rng.integers(0, 2, n).astype(float),
+                       "scene": [f"s{i % 7}" for i in range(n)]})
+    df.loc[3, "depth_label"] = np.nan  # ambiguous depth: never chosen for a set that needs it
+    both = df.loc[human_subset(df, 94, np.random.default_rng(1))]
+    assert (both.split == "test").all() and both.depth_label.notna().all()
+    cells = both.groupby(["vpt_label", "depth_label"]).size().to_dict()
+    assert cells == {(0, 0.0): 23, (0, 1.0): 24, (1, 0.0): 24, (1, 1.0): 23}
+    assert both.scene.value_counts().max() - both.scene.value_counts().min() <= 4  # round-robin over 7 scenes
+    one = df.loc[human_subset(df, 5, np.random.default_rng(1), ("vpt_label",))]
+    assert one.vpt_label.value_counts().to_dict() == {1: 3, 0: 2}
+    with pytest.raises(ConfigError, match="only 0 test images with depth 1, need 2"):
+        human_subset(df[df.depth_label != 1], 4, np.random.default_rng(1), ("depth_label",))

@@ -30,21 +30,28 @@ def _flat(row) -> str:
     return f"{Path(row.scene).stem}_s{int(row.setting):02d}_f{int(row.frame):03d}.png"
 
 
-def human_subset(df, n: int, rng: np.random.Generator):
-    """Indices of ``n`` test images balanced jointly on (vpt, depth): cells (0,0),(0,1),(1,0),(1,1) get
-    ⌊n/4⌋ each and the remainder goes to the mixed cells first (94 → 23/24/24/23), spread over scenes."""
-    cand = df[(df.split == "test") & df.keep & df.vpt_label.notna() & df.depth_label.notna()]
-    base, rem = divmod(n, 4)
-    cells = [(0, 0), (0, 1), (1, 0), (1, 1)]
-    extra = {(0, 1): 0, (1, 0): 0, (0, 0): 0, (1, 1): 0}
-    for c in [(0, 1), (1, 0), (0, 0), (1, 1)][:rem]:
-        extra[c] = 1
+def human_subset(df, n: int, rng: np.random.Generator, labels: tuple[str, ...] = ("vpt_label", "depth_label")):
+    """Indices of ``n`` test images of ``df`` balanced jointly on ``labels``, spread over scenes.
+
+    Two labels (vpt, depth; one set for both tasks, as the paper's 94 images): cells (0,0),(0,1),(1,0),(1,1) get
+    ⌊n/4⌋ each and the remainder goes to the mixed cells first (94 → 23/24/24/23). One label (a task's own
+    set): ⌊n/2⌋ per class, the remainder to class 1 (94 → 47/47)."""
+    cand = df[(df.split == "test") & df.keep]
+    for lab in labels:
+        cand = cand[cand[lab].notna()]
+    # cells in drawing order; the remainder goes to the cells first in ``extra_first``
+    cells, extra_first = ([(0, 0), (0, 1), (1, 0), (1, 1)], [(0, 1), (1, 0), (0, 0), (1, 1)]) if len(labels) == 2 \
+        else ([(0,), (1,)], [(1,), (0,)])
+    base, rem = divmod(n, len(cells))
     chosen = []
     for c in cells:
-        pool = cand[(cand.vpt_label == c[0]) & (cand.depth_label == c[1])]
-        want = base + extra[c]
+        pool = cand
+        for lab, v in zip(labels, c):
+            pool = pool[pool[lab] == v]
+        want = base + (1 if c in extra_first[:rem] else 0)
         if len(pool) < want:
-            raise ConfigError(f"human subset: only {len(pool)} test images with (vpt, depth) = {c}, need {want}; "
+            cell = ", ".join(f"{lab.split('_')[0]} {v}" for lab, v in zip(labels, c))
+            raise ConfigError(f"human subset: only {len(pool)} test images with {cell}, need {want}; "
                               "lower human_n or build more test scenes/settings")
         # round-robin over scenes (each scene's images in random order) spreads the subset evenly
         by_scene = {s: list(rng.permutation(g.index.to_numpy())) for s, g in pool.groupby("scene", sort=True)}
@@ -55,6 +62,26 @@ def human_subset(df, n: int, rng: np.random.Generator):
                     picked.append(by_scene[s].pop())
         chosen += picked
     return sorted(chosen)
+
+
+def human_subsets(df, cfg: BuildConfig, basic, depth_only, candidates) -> tuple[list, list]:
+    """(VPT human set, depth human set) as row indices of ``df`` (``human_n`` images each, test split).
+
+    With the depth task on the VPT images (``depth_settings=0``, the paper's protocol) one set serves both
+    tasks, balanced jointly on the two labels. With depth settings of their own each task draws its set from
+    its own candidate frames (``candidates``: :func:`task_candidates`' masks, before label balancing and the
+    depth items' cue matching, so that changing ``depth_cue_band`` leaves the human sets as they are), balanced
+    on its label: the VPT frames then need not balance depth (``vpt_arc_deg`` arcs do not flip it), and people
+    judge depth order on the kind of image the models are tested on (the depth-only settings')."""
+    if not cfg.human_n:
+        return [], []
+    rng = scene_rng(cfg, "__human__")
+    if not cfg.depth_settings:
+        both = human_subset(df[basic & ~depth_only], cfg.human_n, rng)
+        return both, both
+    vpt = human_subset(df[candidates[0]], cfg.human_n, rng, ("vpt_label",))
+    depth = human_subset(df[candidates[1]], cfg.human_n, rng, ("depth_label",))
+    return vpt, depth
 
 
 def task_candidates(df):
@@ -96,8 +123,9 @@ def build_views(out: Path, df) -> None:
             _link(src, stage / "depth" / row.split / str(int(row.depth_label)) / _flat(row))
         if row.in_strategy:
             _link(src, stage / "vpt_strategy" / "test" / str(int(row.vpt_label)) / _flat(row))
-        if row.in_human:
+        if getattr(row, "in_human_vpt", row.in_human):
             _link(src, stage / "human" / "vpt" / str(int(row.vpt_label)) / _flat(row))
+        if getattr(row, "in_human_depth", row.in_human):
             _link(src, stage / "human" / "depth" / str(int(row.depth_label)) / _flat(row))
     for v in VIEWS:
         old = out / f".{v}.old.tmp{os.getpid()}"
@@ -148,6 +176,7 @@ def assemble(cfg: BuildConfig, thumbs: dict | None = None) -> None:
     basic = df.task_set == "basic"
     depth_only = df.requested.eq(DEPTH_ONLY).fillna(False).to_numpy(bool)
     df["in_vpt"], df["in_depth"] = task_candidates(df)
+    candidates = df.in_vpt.to_numpy(bool).copy(), df.in_depth.to_numpy(bool).copy()  # before balance and selection
     # Balance each task's labels within each split by dropping a seeded random sample of the majority
     # label (recorded per image in balance_dropped_<task>); occluded settings lose more frames to hidden
     # props than visible ones, so VPT would otherwise lean towards 1.
@@ -171,9 +200,11 @@ def assemble(cfg: BuildConfig, thumbs: dict | None = None) -> None:
     df.loc[drop, "cue_dropped_depth"] = True
     df.loc[drop, "in_depth"] = False
     df["in_strategy"] = df.task_set == "strategy"
-    human = human_subset(df[basic & ~depth_only], cfg.human_n, scene_rng(cfg, "__human__")) if cfg.human_n else []
-    df["in_human"] = False
-    df.loc[human, "in_human"] = True
+    human_vpt, human_depth = human_subsets(df, cfg, basic, depth_only, candidates)
+    df["in_human_vpt"], df["in_human_depth"] = False, False
+    df.loc[human_vpt, "in_human_vpt"] = True
+    df.loc[human_depth, "in_human_depth"] = True
+    df["in_human"] = df.in_human_vpt | df.in_human_depth  # in either task's human set
     df["size_ratio"] = df.ball_size / df.observer_size
     df["pixel_ratio"] = df.ball_pixels / df.observer_pixels.clip(lower=1)
     df["prop_distance"] = np.linalg.norm(df[["observer_x", "observer_y", "observer_z"]].to_numpy(float)
@@ -213,8 +244,12 @@ def _write_tables(cfg: BuildConfig, out: Path, df, rejections: dict, captures: d
                            ("vpt_strategy", "in_strategy", "vpt_label")):
         sub = df[df[col]]
         counts[task] = {f"{sp}/{int(lb)}": int(n) for (sp, lb), n in sub.groupby(["split", lab]).size().items()}
-    counts["human"] = {f"vpt{int(a)}_depth{int(b)}": int(n) for (a, b), n in
-                       df[df.in_human].groupby(["vpt_label", "depth_label"]).size().items()}
+    if cfg.depth_settings:
+        counts["human"] = {f"{task}{int(v)}": int(n) for task in ("vpt", "depth")
+                           for v, n in df[df[f"in_human_{task}"]].groupby(f"{task}_label").size().items()}
+    else:
+        counts["human"] = {f"vpt{int(a)}_depth{int(b)}": int(n) for (a, b), n in
+                           df[df.in_human].groupby(["vpt_label", "depth_label"]).size().items()}
     manifest = {
         "dataset": "3D-PC (Vantage)", "vantage_version": package_version(), "png_deflate": DEFLATE,
         "label_rule_version": LABEL_RULE_VERSION,
@@ -356,7 +391,12 @@ def summary_markdown(cfg: BuildConfig, df, counts: dict, rejections: dict | None
     for v in (0, 1):
         lines.append(f"| vpt {v} | {int(jt.loc[v, 0]) if v in jt.index and 0 in jt.columns else 0} | "
                      f"{int(jt.loc[v, 1]) if v in jt.index and 1 in jt.columns else 0} |")
-    lines += ["", f"Human-test subset ({int(df.in_human.sum())} images, test split): {counts['human']}", ""]
+    if "in_human_depth" in df and cfg.depth_settings:
+        lines += ["", f"Human-test sets (test split, one per task, each balanced on its label; "
+                  f"{int(df.in_human_vpt.sum())} VPT and {int(df.in_human_depth.sum())} depth images): "
+                  f"{counts['human']}", ""]
+    else:
+        lines += ["", f"Human-test subset ({int(df.in_human.sum())} images, test split): {counts['human']}", ""]
     lines += ["## Dropped frames by reason", ""]
     dropped = basic[~basic.keep.fillna(False)]
     reasons = dropped.drop_reason.str.split(";").explode().value_counts()

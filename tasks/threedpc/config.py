@@ -194,8 +194,10 @@ class BuildConfig:
         is moved to validation, the instance chosen by the seed; "setting" (legacy) — the last
         ``val_settings`` settings of every training scene.
     val_settings: with ``val_holdout: setting``, settings per training scene held out (half visible, half not).
-    human_n: images in the balanced human-test subset (from the test split, balanced jointly on the
-        VPT × depth labels).
+    human_n: images in each human-test set (test split). With ``depth_settings`` (default) each task has its own
+        set from its own test items, balanced on its label (metadata ``in_human_vpt``, ``in_human_depth``;
+        ``in_human`` = either); with ``depth_settings=0`` one set serves both, balanced jointly on the VPT ×
+        depth labels (the paper's 94 images).
     strategy_steps: images per VPT-Strategy scene (the props move together past the occluder).
     strategy_tries: attempts at a VPT-Strategy sequence (a new path each), split evenly over the five prop
         heights; with rule v3.1's clearance disc of 2 ball radii the ten catalogue _04 scenes need up to 97.
@@ -245,7 +247,7 @@ class BuildConfig:
     placement_design: str = field("matched", "how placements are sampled", choices=DESIGNS)
     val_holdout: str = field("scene", "what validation holds out", choices=VAL_HOLDOUTS)
     val_settings: int = field(2, "with val_holdout=setting: settings per training scene held out")
-    human_n: int = field(94, "images in the balanced human-test subset (0 = none)", range=(0, math.inf))
+    human_n: int = field(94, "images in each task's balanced human-test set (0 = none)", range=(0, math.inf))
     depth_cue_band: tuple[float, float] | None = field(
         (0.15, 0.85), "depth items: every single image cue's AUC against the depth label kept in this band "
         "(null: no cue matching)", range=(0, 1))
@@ -640,12 +642,16 @@ def validate(cfg: BuildConfig) -> None:
     if cfg.vpt_arc_deg is not None and not cfg.depth_settings:
         raise ConfigError(f"vpt_arc_deg={cfg.vpt_arc_deg}: needs depth_settings > 0 (the VPT frames are the depth "
                           "task's too otherwise, and its depth order must flip along the bisector arc)")
-    capacity = len(by_split["test"]) * cfg.settings * cfg.frames
-    if cfg.human_n > capacity // 4:
-        raise ConfigError(
-            f"human_n={cfg.human_n} cannot be balanced over 4 label cells from at most {capacity} test frames "
-            f"({len(by_split['test'])} test scenes × {cfg.settings} settings × {cfg.frames} frames); lower human_n"
-        )
+    # one human set for both tasks (depth on the VPT images): 4 label cells; else a set per task, 2 cells each
+    sets = [("settings", cfg.settings, 4)] if not cfg.depth_settings else [("settings", cfg.settings, 2),
+                                                                           ("depth_settings", cfg.depth_settings, 2)]
+    for name, n_settings, cells in sets:
+        capacity = len(by_split["test"]) * n_settings * cfg.frames
+        if cfg.human_n > capacity // cells:
+            raise ConfigError(
+                f"human_n={cfg.human_n} cannot be balanced over {cells} label cells from at most {capacity} test "
+                f"frames ({len(by_split['test'])} test scenes × {name}={n_settings} × {cfg.frames} frames); "
+                "lower human_n")
     if by_split["strategy"] and cfg.strategy_steps < 4:
         raise ConfigError(f"strategy_steps={cfg.strategy_steps}: need >= 4 (clear → blocked → clear)")
     outside = outside_validated_range(cfg)
