@@ -94,7 +94,12 @@ CANDIDATE = {"depth_settings": 10, "away_facing": "image"}
 # (v4: the candidate alone, VPT frames on the bisector arc as by default, so the human subset is drawn as by default)
 # (shared: depth on the VPT images, the paper's protocol and the default before 29 Nov; outside the validated range
 # since: its depth items are ordered by the framing, centre_offset_diff, and the observer's gaze)
-DESIGNS = {"default": {}, "shared": {"depth_settings": 0}, "v4": dict(CANDIDATE), "v5": {**CANDIDATE, "vpt_arc_deg": 30, "human_n": 0}}
+# (v6: no facing-away negatives, the VPT viewer across the sight line; v8: v6 with the viewer on either side;
+# docs/validity.md, 29 Nov, eighth session)
+DESIGNS = {"default": {}, "shared": {"depth_settings": 0}, "v4": dict(CANDIDATE),
+           "v5": {**CANDIDATE, "vpt_arc_deg": 30, "human_n": 0},
+           "v6": {"depth_settings": 10, "vpt_arc_deg": 30, "out_of_view_fraction": 0.0},
+           "v8": {"depth_settings": 10, "vpt_arc_deg": 30, "out_of_view_fraction": 0.0, "vpt_arc_side": "either"}}
 
 
 # the grid, in build order (the most telling first, so a sweep cut short still says something)

@@ -663,6 +663,18 @@ def test_vpt_arc_looks_across_the_sight_line(tmp_path):
     want = line_facing_azimuth(pl, (np.asarray(lo[:2]) + hi[:2]) / 2)
     assert arc.start_deg + arc.sweep_deg / 2 == pytest.approx(want)
     assert arc.sweep_deg / plain.sweep_deg == pytest.approx(30 / cfg.arc_deg)
+    # vpt_arc_side=either: the arcs drawn travelling clockwise (sweep < 0, half of them) look from the opposite
+    # side, the others as with "line"; the same draws; the option enters the identity only when set
+    either = config_from_dict({**base, "vpt_arc_deg": 30, "vpt_arc_side": "either"})
+    assert "vpt_arc_side" not in cfg.identity() and either.identity()["vpt_arc_side"] == "either"
+    sides = []
+    for seed in range(12):
+        a, b = (viewer_arc(scene, pl, np.random.default_rng(seed), c, vpt=True) for c in (cfg, either))
+        assert (a.radius, a.height, abs(a.sweep_deg)) == (b.radius, b.height, abs(b.sweep_deg))
+        turn = (b.start_deg + b.sweep_deg / 2 - (a.start_deg + a.sweep_deg / 2)) % 360
+        assert turn == pytest.approx(180.0 if b.sweep_deg < 0 else 0.0, abs=1e-9)
+        sides.append(turn > 90)
+    assert 0 < sum(sides) < len(sides)
 
 
 def test_depth_only_frames_put_neither_prop_further_out():

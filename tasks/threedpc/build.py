@@ -179,6 +179,8 @@ def viewer_arc(scene, placement: Placement, rng: np.random.Generator, cfg: Build
         lo, hi = scene.object_bounds
         centre = line_facing_azimuth(placement, (np.asarray(lo[:2]) + hi[:2]) / 2)
         sweep *= cfg.vpt_arc_deg / cfg.arc_deg
+        if cfg.vpt_arc_side == "either" and sweep < 0:  # the other side (the draw of the arc's direction decides)
+            centre += 180.0
     return dataclasses.replace(
         ref, target=target, start_deg=float(centre - sweep / 2), sweep_deg=float(sweep), closed=False, radius=radius,
         height=float(ref.height + rng.uniform(-cfg.height_jitter, cfg.height_jitter)),
