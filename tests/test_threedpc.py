@@ -667,6 +667,8 @@ def test_vpt_arc_looks_across_the_sight_line(tmp_path):
     # side, the others as with "line"; the same draws; the option enters the identity only when set
     either = config_from_dict({**base, "vpt_arc_deg": 30, "vpt_arc_side": "either"})
     assert "vpt_arc_side" not in cfg.identity() and either.identity()["vpt_arc_side"] == "either"
+    with pytest.raises(ConfigError, match="vpt_arc_side=either: needs vpt_arc_deg"):
+        config_from_dict({**base, "vpt_arc_side": "either"})
     sides = []
     for seed in range(12):
         a, b = (viewer_arc(scene, pl, np.random.default_rng(seed), c, vpt=True) for c in (cfg, either))

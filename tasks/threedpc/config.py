@@ -652,6 +652,9 @@ def validate(cfg: BuildConfig) -> None:
                           "[0.15, 0.85], or null for no cue matching")
     if cfg.frame_margin >= 0.4:
         raise ConfigError(f"frame_margin={cfg.frame_margin}: must be < 0.4 (props this far inside each border)")
+    if cfg.vpt_arc_side != "line" and cfg.vpt_arc_deg is None:
+        raise ConfigError(f"vpt_arc_side={cfg.vpt_arc_side}: needs vpt_arc_deg (the side of the VPT viewer's arc "
+                          "across the sight line; the bisector arc has no such side)")
     if cfg.vpt_arc_deg is not None and not cfg.depth_settings:
         raise ConfigError(f"vpt_arc_deg={cfg.vpt_arc_deg}: needs depth_settings > 0 (the VPT frames are the depth "
                           "task's too otherwise, and its depth order must flip along the bisector arc)")
