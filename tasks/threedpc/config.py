@@ -203,7 +203,7 @@ class BuildConfig:
         ``val_settings`` settings of every training scene.
     val_settings: with ``val_holdout: setting``, settings per training scene held out (half visible, half not).
     human_n: images in each human-test set (test split). With ``depth_settings`` (default) each task has its own
-        set from its own test items, balanced on its label (metadata ``in_human_vpt``, ``in_human_depth``;
+        set from its own test frames, balanced on its label (metadata ``in_human_vpt``, ``in_human_depth``;
         ``in_human`` = either); with ``depth_settings=0`` one set serves both, balanced jointly on the VPT ×
         depth labels (the paper's 94 images).
     strategy_steps: images per VPT-Strategy scene (the props move together past the occluder).
