@@ -177,8 +177,8 @@ class BuildConfig:
     vpt_arc_side: with ``vpt_arc_deg``, the side of the object the VPT viewer looks from. "line" (default): the
         side of the sight line's nearest point, so a clear line passes in front of the object. Then the props of
         a visible setting stand nearer the viewer than the object and lower in the image than its base, those of
-        an occluded one level with it: a raw-pixel regression reads that (0.49-0.63 on occlusion-only sweep
-        builds; 29 Nov, eighth session). "either": that side or the opposite one (the arc's direction of
+        an occluded one level with it; a raw-pixel regression reaches 0.49-0.63 on occlusion-only sweep builds
+        (29 Nov, eighth session; docs/validity.md). "either": that side or the opposite one (the arc's direction of
         travel, already drawn, decides: half the settings each), so that a clear line passes behind the object
         as often as in front of it (docs/validity.md: it brings the pixel regression down where it failed, but
         other cues up).
