@@ -64,7 +64,7 @@ def human_subset(df, n: int, rng: np.random.Generator, labels: tuple[str, ...] =
     return sorted(chosen)
 
 
-def human_subsets(df, cfg: BuildConfig, basic, depth_only, candidates) -> tuple[list, list]:
+def human_subsets(df, cfg: BuildConfig, candidates) -> tuple[list, list]:
     """(VPT human set, depth human set) as row indices of ``df`` (``human_n`` images each, test split).
 
     With the depth task on the VPT images (``depth_settings=0``, the paper's protocol) one set serves both
@@ -76,8 +76,8 @@ def human_subsets(df, cfg: BuildConfig, basic, depth_only, candidates) -> tuple[
     if not cfg.human_n:
         return [], []
     rng = scene_rng(cfg, "__human__")
-    if not cfg.depth_settings:
-        both = human_subset(df[basic & ~depth_only], cfg.human_n, rng)
+    if not cfg.depth_settings:  # the VPT candidates are the depth task's frames too
+        both = human_subset(df[candidates[0]], cfg.human_n, rng)
         return both, both
     vpt = human_subset(df[candidates[0]], cfg.human_n, rng, ("vpt_label",))
     depth = human_subset(df[candidates[1]], cfg.human_n, rng, ("depth_label",))
@@ -123,9 +123,9 @@ def build_views(out: Path, df) -> None:
             _link(src, stage / "depth" / row.split / str(int(row.depth_label)) / _flat(row))
         if row.in_strategy:
             _link(src, stage / "vpt_strategy" / "test" / str(int(row.vpt_label)) / _flat(row))
-        if getattr(row, "in_human_vpt", row.in_human):
+        if row.in_human_vpt:
             _link(src, stage / "human" / "vpt" / str(int(row.vpt_label)) / _flat(row))
-        if getattr(row, "in_human_depth", row.in_human):
+        if row.in_human_depth:
             _link(src, stage / "human" / "depth" / str(int(row.depth_label)) / _flat(row))
     for v in VIEWS:
         old = out / f".{v}.old.tmp{os.getpid()}"
@@ -173,8 +173,6 @@ def assemble(cfg: BuildConfig, thumbs: dict | None = None) -> None:
         if record:
             captures[name] = record
     df = pd.concat(tables, ignore_index=True)
-    basic = df.task_set == "basic"
-    depth_only = df.requested.eq(DEPTH_ONLY).fillna(False).to_numpy(bool)
     df["in_vpt"], df["in_depth"] = task_candidates(df)
     candidates = df.in_vpt.to_numpy(bool).copy(), df.in_depth.to_numpy(bool).copy()  # before balance and selection
     # Balance each task's labels within each split by dropping a seeded random sample of the majority
@@ -200,7 +198,7 @@ def assemble(cfg: BuildConfig, thumbs: dict | None = None) -> None:
     df.loc[drop, "cue_dropped_depth"] = True
     df.loc[drop, "in_depth"] = False
     df["in_strategy"] = df.task_set == "strategy"
-    human_vpt, human_depth = human_subsets(df, cfg, basic, depth_only, candidates)
+    human_vpt, human_depth = human_subsets(df, cfg, candidates)
     df["in_human_vpt"], df["in_human_depth"] = False, False
     df.loc[human_vpt, "in_human_vpt"] = True
     df.loc[human_depth, "in_human_depth"] = True
@@ -391,7 +389,7 @@ def summary_markdown(cfg: BuildConfig, df, counts: dict, rejections: dict | None
     for v in (0, 1):
         lines.append(f"| vpt {v} | {int(jt.loc[v, 0]) if v in jt.index and 0 in jt.columns else 0} | "
                      f"{int(jt.loc[v, 1]) if v in jt.index and 1 in jt.columns else 0} |")
-    if "in_human_depth" in df and cfg.depth_settings:
+    if cfg.depth_settings:
         lines += ["", f"Human-test sets (test split, one per task, each balanced on its label; "
                   f"{int(df.in_human_vpt.sum())} VPT and {int(df.in_human_depth.sum())} depth images): "
                   f"{counts['human']}", ""]

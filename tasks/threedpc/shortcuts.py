@@ -490,24 +490,22 @@ def audit_task(df, task: str, cfg: AuditConfig, pixels: np.ndarray | None = None
 
     joint = [c for c in cue_names if c not in TASK_CUES.get(task, ())
              and not (task == "vpt" and c in ORIENTATION and cfg.vpt_orientation_max is None)]
-    x = train_median_filled(df[joint].to_numpy(float), tr)
-    pred = logreg_fit_predict(x[tr], y[tr], x[te], C=1.0, seed=cfg.seed)
-    rows.append(acc_row("cue_logreg", f"{len(joint)}_cues", pred, "logistic regression on " + ", ".join(joint)))
-    # the same on what the image shows (IMAGE_CUES): the regression above also reads scene parameters (3D
-    # distances, heights) that fix whether the object lies between the props, i.e. the 3D layout the task asks
-    # about; a regression on image cues alone is a 2D shortcut (issue 35, 29 Nov, eighth session). With the
-    # orientation cue ungated, a reported twin takes it in too, so that the summary shows the two cues together.
+    # the regression on all cues, then on what the image shows (IMAGE_CUES): the first also reads scene parameters
+    # (3D distances, heights) that fix whether the object lies between the props, i.e. the 3D layout the task
+    # asks about; one on image cues alone is a 2D shortcut (issue 35, 29 Nov, eighth session). With the
+    # orientation cue ungated, a reported third fit takes it in too, so that the summary shows the two together.
     image = [c for c in joint if c in IMAGE_CUES]
-    twins = [(f"{len(image)}_image_cues", image)]
-    if task == "vpt" and cfg.vpt_orientation_max is None:
-        extra = [c for c in cue_names if c in ORIENTATION and c in IMAGE_CUES]
-        if extra:
-            twins.append((f"{len(image) + len(extra)}_image_cues_with_orientation", image + extra))
-    for name, cols in twins:
+    fits = [(f"{len(joint)}_cues", joint, "logistic regression on "),
+            (f"{len(image)}_image_cues", image, "logistic regression on the image cues ")]
+    extra = [c for c in cue_names if c in ORIENTATION and c in IMAGE_CUES]
+    if task == "vpt" and cfg.vpt_orientation_max is None and extra:
+        fits.append((f"{len(image) + len(extra)}_image_cues_with_orientation", image + extra,
+                     "logistic regression on the image cues "))
+    for name, cols, text in fits:
         if cols:
             x = train_median_filled(df[cols].to_numpy(float), tr)
             pred = logreg_fit_predict(x[tr], y[tr], x[te], C=1.0, seed=cfg.seed)
-            rows.append(acc_row("cue_logreg", name, pred, "logistic regression on the image cues " + ", ".join(cols)))
+            rows.append(acc_row("cue_logreg", name, pred, text + ", ".join(cols)))
 
     tree = [c for c in cue_names if c not in TASK_CUES.get(task, ())]
     pred, text = tree_fit_predict(df[tree], y, tr, te, cfg.seed)
