@@ -556,6 +556,10 @@ def test_depth_settings_config_identity_and_splits(tmp_path):
                                                                       "away_facing": "image"}})
     old.pop("away_facing")
     assert upgrade_identity(old) == image  # a stamp of an "image" build from then resumes as the option
+    # the extension budget before 30 Nov (30) only decided when a scene gave up: its finished builds resume
+    old = dict(image, design={**image["design"], "matched_design": {**image["design"]["matched_design"],
+                                                                      "max_extensions": 30}})
+    assert image["design"]["matched_design"]["max_extensions"] == 80 and upgrade_identity(old) == image
     with pytest.raises(ConfigError, match="away_facing"):
         config_from_dict({**base, "away_facing": "sideways"})
 

@@ -378,7 +378,9 @@ class BuildConfig:
 def upgrade_identity(stamp: dict) -> dict:
     """A build stamp's identity (``config.json``) in today's form: the keys :meth:`BuildConfig.identity` and
     :func:`design_identity` leave out when they hold what builds before them did (empty ``scene_frames``,
-    ``away_facing: viewer``) are dropped, so a build written while they were still recorded resumes."""
+    ``away_facing: viewer``) are dropped, and the matched design's old extension budget (30) reads as today's
+    (it only decides when a scene gives up: a scene that finished within 30 extensions draws the same under
+    more), so a build written while they were still recorded resumes."""
     if stamp.get("scene_frames") in ([], {}, None):
         stamp.pop("scene_frames", None)
     matched = stamp.get("design", {}).get("matched_design", {})
@@ -386,6 +388,10 @@ def upgrade_identity(stamp: dict) -> dict:
         matched.pop("away_facing")
     elif "away_facing" in matched:  # "image" while it was a code-side design knob: now the build option
         stamp["away_facing"] = matched.pop("away_facing")
+    if matched.get("max_extensions") == 30:  # the budget before 30 Nov: a finished build is the same under today's
+        from ..placement import MatchedDesign
+
+        matched["max_extensions"] = MatchedDesign.max_extensions
     return stamp
 
 
