@@ -154,3 +154,30 @@ def test_a_finished_build_is_not_rebuilt(tmp_path, monkeypatch):
     build = importlib.import_module("tasks.threedpc.build")
     monkeypatch.setattr(build, "build", lambda *a, **k: pytest.fail("rebuilt a finished configuration"))
     assert sweep.build_one(c, tmp_path, 1) == rec
+
+
+def test_pixel_cv_reads_a_label_the_pixels_carry_and_not_one_they_do_not(tiny_3dpc):
+    """benchmarks/pixel_cv.py (30 Nov): the audit's pixel model in folds grouped by scene. On the TINY build's
+    VPT frames, a label that is the image's brightness (above the median) is read at >= 0.8 by frames held out
+    with their scene; the same label permuted over placements is not (a placement's frames share a label, as
+    the audit's clusters assume); the CI brackets the figure and the counts are the build's."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))  # the scripts take their own folder off the path on import
+    import pixel_cv
+
+    from tasks.threedpc.shortcuts import cluster_ids, image_features
+
+    meta = pd.read_parquet(tiny_3dpc / "metadata.parquet")
+    vpt = meta.in_vpt.fillna(False).to_numpy(bool)
+    x = image_features(tiny_3dpc, list(meta.file_name[vpt]), 32)
+    bright = x.mean(1)
+    label = pd.array([pd.NA] * len(meta), dtype="Int8")
+    label[np.flatnonzero(vpt)] = (bright > np.median(bright)).astype(int)
+    easy = meta.assign(vpt_label=label)
+    r = pixel_cv.cv_accuracy(tiny_3dpc, "vpt", folds=3, n_boot=200, meta=easy)
+    assert r["frames"] == int(vpt.sum()) and r["scenes"] == meta[vpt].scene.nunique()
+    assert r["cv_accuracy"] >= 0.8 and r["ci_low"] <= r["cv_accuracy"] <= r["ci_high"]
+    clusters = cluster_ids(meta[vpt])
+    flip = np.random.default_rng(0).permutation(int(clusters.max()) + 1) % 2
+    label[np.flatnonzero(vpt)] = flip[clusters]
+    r = pixel_cv.cv_accuracy(tiny_3dpc, "vpt", folds=3, n_boot=200, meta=meta.assign(vpt_label=label))
+    assert r["ci_low"] <= 0.5 + 1e-9 or r["cv_accuracy"] < 0.7
