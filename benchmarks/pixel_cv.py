@@ -8,7 +8,9 @@ scores it on the test scenes: on a sweep build that is 5 test scenes and 40-50 p
 ``pixel_size``² RGB thumbnails, ``pixel_C``) in grouped folds over *all* scenes of a build (every scene held out
 once, ``GroupKFold`` by scene, so a scene's frames never sit on both sides) and reports the accuracy over every
 frame with a 95% percentile bootstrap over placements (scene, setting), as the audit's CIs. It answers whether
-a design carries a pixel signal, where the audit's single split answers whether one build passes.
+a design carries a pixel signal, where the audit's single split answers whether one build passes. Builds
+audited since 30 Nov carry the same figure as their ``pixel_cv`` row (``shortcuts.scene_fold_predict``, the same
+folds); this tool recomputes it for builds audited before and splits out their test scenes.
 
 Columns: build, task, frames, placements, scenes, cv_accuracy, ci_low, ci_high, test_split_accuracy (the same
 out-of-fold predictions on the build's test scenes only).
@@ -30,9 +32,9 @@ def cv_accuracy(build: Path, task: str = "vpt", folds: int = 5, n_boot: int = 10
     table with other labels (default: ``build/metadata.parquet``; tests give it labels of known difficulty)."""
     import numpy as np
     import pandas as pd
-    from sklearn.model_selection import GroupKFold
 
-    from tasks.threedpc.shortcuts import TASKS, AuditConfig, cluster_counts, cluster_ids, image_features, logreg_fit_predict
+    from tasks.threedpc.shortcuts import (TASKS, AuditConfig, cluster_counts, cluster_ids, image_features,
+                                          scene_fold_predict)
 
     meta_file = build / "metadata.parquet"
     if meta is None and not meta_file.exists():
@@ -42,14 +44,13 @@ def cv_accuracy(build: Path, task: str = "vpt", folds: int = 5, n_boot: int = 10
     meta = pd.read_parquet(meta_file) if meta is None else meta
     d = meta[meta[col].fillna(False).to_numpy(bool)].reset_index(drop=True)
     scenes = d.scene.astype(str).to_numpy()
-    k = min(folds, len(np.unique(scenes)))
-    if k < 2:
+    if len(np.unique(scenes)) < 2:
         raise ValueError(f"{build}: {task} frames from {len(np.unique(scenes))} scene(s); need 2 or more")
     x = image_features(build, list(d.file_name), cfg.pixel_size).astype(np.float64)
     y = d[lab].astype(int).to_numpy()
-    pred = np.zeros_like(y)
-    for tr, te in GroupKFold(k).split(x, y, scenes):
-        pred[te] = logreg_fit_predict(x[tr], y[tr], x[te], cfg.pixel_C, cfg.seed)
+    pred, _ = scene_fold_predict(x, y, scenes, cfg, np.random.default_rng(seed), folds)
+    if pred is None:
+        raise ValueError(f"{build}: a fold's training frames hold one {task} label")
     correct = (pred == y).astype(float)
     clusters = cluster_ids(d)
     counts = cluster_counts(clusters, n_boot, np.random.default_rng(seed))

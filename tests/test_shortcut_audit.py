@@ -152,6 +152,10 @@ def test_pixel_regression_finds_an_injected_pixel_cue_and_the_shuffled_control_d
     ctrl = table[(table.task == "vpt") & (table.kind == "shuffled_control")].iloc[0]
     assert pix.value > 0.95 and not pix.passed
     assert abs(ctrl.value - 0.5) < 0.1
+    # the same model in folds grouped by scene over every frame: reads the corner too, reported, never gated
+    cv = table[(table.task == "vpt") & (table.kind == "pixel_cv")].iloc[0]
+    assert cv.value > 0.95 and cv.scored_on == "all" and cv.n_test == len(meta[meta.in_vpt.fillna(False)])
+    assert pd.isna(cv.passed) and not cv.enforced and np.isnan(cv.gate_low) and cv.ci_low <= cv.value <= cv.ci_high
     assert ctrl.ci_low < 0.5 < ctrl.ci_high
     # the bright corner also raises the mean colour of visible images: the colour cues see it too
     mean_r = table[(table.task == "vpt") & (table.name == "mean_r")].iloc[0]
@@ -159,6 +163,8 @@ def test_pixel_regression_finds_an_injected_pixel_cue_and_the_shuffled_control_d
     # depth labels are independent of the images: chance
     dpix = table[(table.task == "depth") & (table.kind == "pixel_logreg")].iloc[0]
     assert abs(dpix.value - 0.5) < 0.1
+    dcv = table[(table.task == "depth") & (table.kind == "pixel_cv")].iloc[0]
+    assert abs(dcv.value - 0.5) < 0.1
 
 
 def test_the_task_defining_cue_is_reported_but_not_gated():

@@ -125,17 +125,18 @@ def test_margins_and_the_report_say_which_configuration_fails_and_by_how_much():
                                ("vpt", "contrast_auc", "lens_ball_angle:out_of_view"): (0.0, nan, nan, 50),
                                ("vpt", "cue_auc", "prop_distance"): (0.55, 0.35, 0.65, 100),
                                ("vpt", "cue_logreg", "17_image_cues_with_orientation"): (0.81, nan, nan, 50),
-                               ("vpt", "cue_logreg", "16_image_cues"): (0.52, 0.0, 0.65, 50)}).assign(config="good"),
+                               ("vpt", "cue_logreg", "16_image_cues"): (0.52, 0.0, 0.65, 50),
+                               ("vpt", "pixel_cv", "pixels_scene_folds"): (0.55, nan, nan, 90)}).assign(config="good"),
                        _table({("vpt", "tree", "two_level_tree"): (0.62, nan, nan, 50)}).assign(config="bad")])
     rep = sweep.reported(audit)
     # the regression's cue count (it varies with the build) is not part of its key; its gated twin is not reported
-    assert len(rep) == 5 and set(rep.kind) == {"tree", "contrast_auc", "cue_logreg"}
+    assert len(rep) == 6 and set(rep.kind) == {"tree", "contrast_auc", "cue_logreg", "pixel_cv"}
     assert list(rep[rep.kind == "cue_logreg"].name) == ["image_cues_with_orientation"]
     lines = sweep.markdown(rows, records, ["--out", "x"], rep=rep).splitlines()
     good = next(x for x in lines if x.startswith("| good | 0.910"))
-    assert good.count(" | ") == 6 and "| 0.990 (" in good and "| 0.000 (" in good
-    assert good.endswith("| 0.810 (0.760-0.860) |")
-    assert next(x for x in lines if x.startswith("| bad | 0.620")).endswith("|  |  |  |  |  |")
+    assert good.count(" | ") == 7 and "| 0.990 (" in good and "| 0.000 (" in good
+    assert good.endswith("| 0.810 (0.760-0.860) | 0.550 (0.500-0.600) |")
+    assert next(x for x in lines if x.startswith("| bad | 0.620")).endswith("|  |  |  |  |  |  |")
 
 
 def test_unknown_configuration_is_refused_with_one_error_line(tmp_path):
