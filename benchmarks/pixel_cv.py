@@ -71,6 +71,8 @@ def main(argv=None) -> int:
     ap.add_argument("--folds", type=int, default=5, help="scene folds (at most the number of scenes)")
     ap.add_argument("--out", default=None, help="also write the table here (.csv)")
     args = ap.parse_args(argv)
+    if args.folds < 2:
+        ap.error(f"--folds {args.folds}: need 2 or more (each scene is held out once)")
     import pandas as pd
 
     rows = []
