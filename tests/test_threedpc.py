@@ -357,6 +357,8 @@ def test_blind_contact_sheet_and_scoring(tiny, tmp_path, python_m):
     assert (res["right"], res["wrong"], res["unsure"]) == (len(key) - 2, 1, 1)
     assert res["wrong_tiles"] == [0] and res["unsure_tiles"] == [1]
     assert sum(res[f"label{y}"]["right"] for y in (0, 1)) == res["right"]
+    with pytest.raises(ValueError, match=r"tile\(s\) \[0\] have answers other than 0, 1 or blank \(e.g. 'visible'"):
+        score_answers(key, ans.astype(object).assign(answer=["visible"] + list(ans.answer[1:])))
     out = tmp_path / "b.png"
     run = python_m("tasks.threedpc.sheet", str(tiny), "--n", "3", "--tile", "32", "--blind", "--out", str(out))
     assert run.returncode == 0 and out.is_file(), run.stderr

@@ -103,9 +103,12 @@ def score_answers(key, answers) -> dict:
         raise ValueError(f"answers need columns 'tile' and 'answer'; got {list(answers.columns)}")
     m = key.merge(answers[["tile", "answer"]], on="tile", how="left", validate="one_to_one")
     ans = pd.to_numeric(m.answer, errors="coerce")
-    bad = ans.notna() & ~ans.isin([0, 1])
+    blank = m.answer.isna() | (m.answer.astype(str).str.strip() == "")
+    # a word ("visible") is not an unsure answer: counting it as one would score a whole sheet as unanswered
+    bad = ~blank & ~ans.isin([0, 1])
     if bad.any():
-        raise ValueError(f"answers: tile(s) {m.tile[bad].tolist()} have answers other than 0, 1 or blank")
+        raise ValueError(f"answers: tile(s) {m.tile[bad].tolist()} have answers other than 0, 1 or blank (e.g. "
+                         f"{m.answer[bad].iloc[0]!r}; 1 = the label's positive class, 0 = negative)")
     unsure = ans.isna()
     right = ans == m.label
     wrong = ~unsure & ~right
