@@ -33,8 +33,8 @@ def cv_accuracy(build: Path, task: str = "vpt", folds: int = 5, n_boot: int = 10
     import numpy as np
     import pandas as pd
 
-    from tasks.threedpc.shortcuts import (TASKS, AuditConfig, cluster_counts, cluster_ids, image_features,
-                                          scene_fold_predict)
+    from tasks.threedpc.shortcuts import (TASKS, AuditConfig, cluster_counts, cluster_ids, cluster_mean_ci,
+                                          image_features, scene_fold_predict)
 
     meta_file = build / "metadata.parquet"
     if meta is None and not meta_file.exists():
@@ -53,14 +53,11 @@ def cv_accuracy(build: Path, task: str = "vpt", folds: int = 5, n_boot: int = 10
         raise ValueError(f"{build}: a fold's training frames hold one {task} label")
     correct = (pred == y).astype(float)
     clusters = cluster_ids(d)
-    counts = cluster_counts(clusters, n_boot, np.random.default_rng(seed))
-    right = np.bincount(clusters, correct)
-    size = np.bincount(clusters).astype(float)
-    boot = (counts @ right) / (counts @ size)
+    lo, hi = cluster_mean_ci(correct, clusters, cluster_counts(clusters, n_boot, np.random.default_rng(seed)))
     test = (d.split == "test").to_numpy()
     return {"build": str(build), "task": task, "frames": len(y), "placements": int(clusters.max()) + 1,
             "scenes": len(np.unique(scenes)), "cv_accuracy": float(correct.mean()),
-            "ci_low": float(np.percentile(boot, 2.5)), "ci_high": float(np.percentile(boot, 97.5)),
+            "ci_low": lo, "ci_high": hi,
             "test_split_accuracy": float(correct[test].mean()) if test.any() else float("nan")}
 
 

@@ -346,6 +346,14 @@ def bootstrap_auc(score: np.ndarray, y: np.ndarray, clusters: np.ndarray, counts
         return num / den
 
 
+def cluster_mean_ci(values: np.ndarray, clusters: np.ndarray, counts: np.ndarray) -> tuple[float, float]:
+    """95% percentile CI of the mean of ``values`` (n,) under a cluster bootstrap (``counts`` (B, K) from
+    :func:`cluster_counts`): each resample's mean is Σ count·sum / Σ count·size over the K clusters."""
+    k = counts.shape[1]
+    sums = np.bincount(clusters, np.asarray(values, float), minlength=k)
+    return _ci((counts @ sums) / (counts @ np.bincount(clusters, minlength=k)))
+
+
 def _ci(boot: np.ndarray) -> tuple[float, float]:
     boot = boot[np.isfinite(boot)]
     if not len(boot):
@@ -537,8 +545,7 @@ def audit_task(df, task: str, cfg: AuditConfig, pixels: np.ndarray | None = None
         pred, folds = scene_fold_predict(pixels, y, scenes, cfg, rng)
         if pred is not None:
             correct = (pred == y).astype(float)
-            right, size = np.bincount(clusters, correct, minlength=k_all), np.bincount(clusters, minlength=k_all)
-            ci = _ci((c_all @ right) / (c_all @ size)) if cfg.bootstrap else (math.nan, math.nan)
+            ci = cluster_mean_ci(correct, clusters, c_all) if cfg.bootstrap else (math.nan, math.nan)
             rows.append(_row(task, "pixel_cv", "pixels_scene_folds", float(correct.mean()), ci, len(y), len(y), k_all,
                              "all", None, cfg, f"{desc}, in {folds} folds grouped by scene over every frame (each "
                              "scene held out once; reported, not gated)"))
